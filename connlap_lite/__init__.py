@@ -1,0 +1,39 @@
+"""connlap_lite: attention as a connection walk, in a few small modules.
+
+=================  ==================================================
+module             idea
+=================  ==================================================
+``walks``          connection walks, gauges, holonomy (D1-D3)
+``transports``     edge transports, kept factored (D2, T2)
+``attention``      reference attention and its walks (T1, T2)
+``laplacian``      connection Laplacian, defects, energy, spectra (D4, D5, T3)
+``models``         the offline model zoo and its random-init nulls
+``adapters``       one small module per architecture family
+``extraction``     streaming a real model's layers as walks (hooks in a context manager)
+``text``           real English passages that ship with Python
+=================  ==================================================
+
+Numpy in gives numpy out; torch in gives torch out.
+"""
+from .attention import (AttentionWeights, attention_patterns, mha_walk, multi_head_attention,
+                        sha_walk, walk_from_heads)
+from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
+                        random_walk_connection, reversibility_defect, stationary_distribution,
+                        stochasticity_defect, symmetry_defect)
+from .extraction import LayerWalks, attention_walks, head_transports
+from .models import load_model
+from .text import default_texts, encode, passages
+from .transports import ConstantTransport, EdgeTransport, HeadTransports, MixtureTransport
+from .walks import ConnectionWalk
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConnectionWalk", "ConstantTransport", "MixtureTransport", "EdgeTransport", "HeadTransports",
+    "AttentionWeights", "attention_patterns", "multi_head_attention", "sha_walk", "mha_walk",
+    "walk_from_heads",
+    "connection_laplacian", "random_walk_connection", "stationary_distribution",
+    "stochasticity_defect", "reversibility_defect", "isometry_defect", "symmetry_defect",
+    "dirichlet_energy", "generator_spectrum",
+    "load_model", "head_transports", "attention_walks", "LayerWalks", "passages", "encode", "default_texts",
+]

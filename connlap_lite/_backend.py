@@ -1,0 +1,86 @@
+"""Array plumbing: numpy or torch in, the same type out, checked on the way in.
+
+Everything inside :mod:`connlap_lite` computes with ``torch`` tensors, on whatever
+device the caller's tensors live.  A numpy array that comes in is turned into a
+tensor (float64 unless it already is a float type) and the result goes back out
+as numpy.  Every check names the argument it rejects and what it expected.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+Array = Any  # a numpy array or a torch tensor
+
+
+def is_numpy(x: Array) -> bool:
+    """True when ``x`` is not a torch tensor (numpy arrays, lists, scalars)."""
+    return not isinstance(x, torch.Tensor)
+
+
+def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
+              finite: bool = True, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Turn ``x`` into a floating tensor and check it.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not array-like.
+    ValueError
+        If it has the wrong number of dimensions or holds NaN or inf.
+    """
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            a = np.asarray(x)
+        except Exception as exc:  # pragma: no cover - numpy rarely refuses
+            raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}") from exc
+        if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+            raise TypeError(f"{name} must be a numeric array or tensor, got {type(x).__name__} of dtype {a.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(a))
+    if t.is_complex():
+        raise TypeError(f"{name} must be real, got dtype {t.dtype}")
+    if dtype is not None:
+        t = t.to(dtype)
+    elif not t.is_floating_point():
+        t = t.to(torch.float64)
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if t.ndim not in allowed:
+            want = " or ".join(str(k) for k in allowed)
+            raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(t.shape)}")
+    if finite and not bool(torch.isfinite(t).all()):
+        bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
+        raise ValueError(f"{name} contains {bad}; pass finite values")
+    return t
+
+
+def out(t: torch.Tensor, numpy: bool) -> Array:
+    """Return ``t`` as numpy when the caller gave numpy, else as it is."""
+    if numpy:
+        return t.detach().cpu().numpy()
+    return t
+
+
+def check_shape(t: torch.Tensor, name: str, shape: tuple) -> None:
+    """Check ``t.shape`` against ``shape`` (``None`` entries are free)."""
+    ok = t.ndim == len(shape) and all(s is None or s == u for s, u in zip(shape, t.shape))
+    if not ok:
+        want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {tuple(t.shape)}")
+
+
+def common_dtype(*ts: torch.Tensor) -> torch.dtype:
+    """The widest floating dtype among ``ts`` (at least float32)."""
+    dt = torch.float32
+    for t in ts:
+        dt = torch.promote_types(dt, t.dtype)
+    return dt
+
+
+def compute_dtype(t: torch.Tensor) -> torch.dtype:
+    """Half precision is upcast to float32 before any solve; others kept."""
+    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype

@@ -1,0 +1,36 @@
+"""One adapter per architecture family: each maps a model's own layout to ours.
+
+An adapter is a small module with these functions (``model`` is the loaded Hugging Face model):
+
+``layers(model)``                the attention modules we hook, one per layer;
+``shape(model)``                 ``(H, G)``: query heads and key/value groups;
+``value_output(model, layer)``   ``(W_v, b_v, W_o, b_o)`` as ``nn.Linear`` weights ``(out, in)``;
+``pre_norm(model, layer)``       the norm applied to the residual stream before attention, or None;
+``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
+``mask(model, layer)``           ``{"causal": bool, "window": int | None}``.
+
+Adding a family means adding one file here and one line to ``FAMILIES``.
+Chapter: *Reading a real transformer as a connection walk*.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import bert, gemma3, gpt2, llama
+
+FAMILIES: dict[str, ModuleType] = {
+    "gpt2": gpt2,
+    "bert": bert,
+    "llama": llama, "mistral": llama, "qwen2": llama,
+    "gemma3_text": gemma3, "gemma3": gemma3,
+}
+
+
+def adapter_for(model) -> ModuleType:
+    """The adapter module for ``model``'s family; a clear error for an unsupported one."""
+    kind = getattr(getattr(model, "config", None), "model_type", None)
+    if kind not in FAMILIES:
+        families = sorted({"gpt2", "bert", "llama/mistral/qwen2", "gemma3"})
+        raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "
+                         f"supported families: {', '.join(families)}")
+    return FAMILIES[kind]

@@ -1,0 +1,33 @@
+"""Shared by the adapters: per-head transports from ``nn.Linear``-layout value and output maps."""
+from __future__ import annotations
+
+import torch
+
+from ..transports import HeadTransports
+
+
+def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
+    """Factor ``T_h = W_o[:, head h] @ W_v[group g(h)]`` (column convention) for every head.
+
+    ``W_v`` is ``(G*d_h, d)`` and ``W_o`` is ``(d, H*d_h)``, as ``nn.Linear`` stores them.
+    The affine part ``c = W_o b_v[g(h)] + b_o`` (T1) is kept as ``.offset``.
+    """
+    d = W_o.shape[0]
+    dh = W_v.shape[0] // G
+    if W_v.shape != (G * dh, d) or W_o.shape != (d, H * dh):
+        raise ValueError(f"value/output weights of shapes {tuple(W_v.shape)} and {tuple(W_o.shape)} do not fit "
+                         f"H={H}, G={G}, d={d}")
+    groups = torch.arange(H, device=W_v.device) // (H // G)
+    U = W_o.detach().reshape(d, H, dh).permute(1, 0, 2)
+    V = W_v.detach().reshape(G, dh, d)[groups]
+    heads = HeadTransports(U, V)
+    heads.groups = groups
+    offset = None
+    if b_v is not None or b_o is not None:
+        offset = torch.zeros(d, dtype=W_o.dtype, device=W_o.device)
+        if b_v is not None:
+            offset = offset + W_o.detach() @ b_v.detach().reshape(G, dh)[groups].reshape(-1)
+        if b_o is not None:
+            offset = offset + b_o.detach()
+    heads.offset = offset
+    return heads

@@ -1,0 +1,230 @@
+"""Edge transports: the linear maps a connection walk applies along its edges.
+
+A transport ``T_ij`` maps the fibre at token ``j`` to the fibre at token ``i``
+(column convention, THEORY.md).  Four shapes of transport cover the book:
+
+``ConstantTransport``  one ``d x d`` matrix on every edge (D2, single head);
+``MixtureTransport``   ``T_ij = sum_h weights[h, i, j] T_h`` with the ``T_h``
+                       kept as factors (T2, multi-head attention);
+``EdgeTransport``      an explicit ``(n, n, d, d)`` array (small examples, D4);
+``FrameChange``        another transport seen in new frames, ``G_i T_ij G_j^{-1}`` (D3b).
+
+Each one applies itself to a section without forming any ``n*d x n*d`` matrix;
+``blocks`` builds the dense ``(n, n, d, d)`` array only when asked.
+Chapter: *Connection walks* (``book/theory/walks.ipynb``).
+"""
+from __future__ import annotations
+
+import torch
+
+from ._backend import check_shape, compute_dtype, to_tensor
+
+
+class HeadTransports:
+    """Per-head transports ``T_h = U_h V_h`` kept as their two factors.
+
+    For attention head ``h`` in group ``g(h)``, ``U_h = W_O^h`` read as a ``d x d_h``
+    map and ``V_h = W_V^{g(h)}`` as a ``d_h x d`` map, so ``T_h = (W_V W_O)^T``
+    in THEORY.md's column convention; its rank is at most ``d_h`` (P3).
+
+    Parameters
+    ----------
+    U : array, shape (H, d, r)
+        Left factors (write maps).
+    V : array, shape (H, r, d)
+        Right factors (read maps).
+
+    Examples
+    --------
+    >>> import torch
+    >>> U, V = torch.randn(3, 8, 2, dtype=torch.float64), torch.randn(3, 2, 8, dtype=torch.float64)
+    >>> heads = HeadTransports(U, V)
+    >>> heads.dense().shape
+    torch.Size([3, 8, 8])
+    >>> heads.singular_values().shape      # from the factors, never an 8x8 SVD
+    torch.Size([3, 2])
+    """
+
+    def __init__(self, U, V):
+        self.U = to_tensor(U, "U", ndim=3)
+        self.V = to_tensor(V, "V", ndim=3)
+        H, d, r = self.U.shape
+        check_shape(self.V, "V", (H, r, d))
+        self._sv = None
+
+    @property
+    def n_heads(self) -> int:
+        return self.U.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.U.shape[1]
+
+    @property
+    def rank_bound(self) -> int:
+        return self.U.shape[2]
+
+    def __len__(self) -> int:
+        return self.n_heads
+
+    def __getitem__(self, h: int) -> torch.Tensor:
+        return self.U[h] @ self.V[h]
+
+    def dense(self) -> torch.Tensor:
+        """The ``(H, d, d)`` matrices ``T_h = U_h V_h``."""
+        return self.U @ self.V
+
+    def sum(self) -> torch.Tensor:
+        """``sum_h T_h`` as one ``d x d`` matrix."""
+        return torch.einsum("hdr,hre->de", self.U, self.V)
+
+    def singular_values(self) -> torch.Tensor:
+        """Singular values of each ``T_h``, shape ``(H, r)``, computed from the factors.
+
+        With ``U = Q_u R_u`` and ``V^T = Q_v R_v`` (thin QR), ``T = Q_u (R_u R_v^T) Q_v^T``,
+        so the singular values are those of the small ``r x r`` core.  Half precision is
+        upcast to float32 first; the result is cached on the instance.
+        """
+        if self._sv is None:
+            dt = compute_dtype(self.U)
+            _, Ru = torch.linalg.qr(self.U.to(dt))
+            _, Rv = torch.linalg.qr(self.V.to(dt).transpose(1, 2))
+            self._sv = torch.linalg.svdvals(Ru @ Rv.transpose(1, 2))
+        return self._sv
+
+
+class Transport:
+    """Interface of an edge transport; see the module docstring."""
+
+    d: int
+
+    def apply(self, P: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
+        """``(W f)_i = sum_j P_ij T_ij f_j`` for a section ``F`` of shape ``(n, d)``."""
+        raise NotImplementedError
+
+    def blocks(self, n: int) -> torch.Tensor:
+        """All ``T_ij`` as an ``(n, n, d, d)`` array (dense; small ``n`` only)."""
+        raise NotImplementedError
+
+    def block(self, i: int, j: int) -> torch.Tensor:
+        """The single ``d x d`` transport ``T_ij``."""
+        raise NotImplementedError
+
+    def rescaled(self, c: torch.Tensor) -> "Transport":
+        """The transport ``T_ij / c_ij`` (edge-rescaling gauge, D3a)."""
+        raise NotImplementedError
+
+    def to(self, **kw) -> "Transport":
+        raise NotImplementedError
+
+
+class ConstantTransport(Transport):
+    """The same ``d x d`` matrix ``T`` on every edge (D2): ``W = P ⊗ T``."""
+
+    def __init__(self, T):
+        self.T = to_tensor(T, "T", ndim=2)
+        check_shape(self.T, "T", (self.T.shape[0], self.T.shape[0]))
+        self.d = self.T.shape[0]
+
+    def apply(self, P, F):
+        return P @ F @ self.T.T
+
+    def blocks(self, n):
+        return self.T.expand(n, n, self.d, self.d).clone()
+
+    def block(self, i, j):
+        return self.T
+
+    def rescaled(self, c):
+        U, V = self.T[None], torch.eye(self.d, dtype=self.T.dtype, device=self.T.device)[None]
+        return MixtureTransport((1.0 / c)[None], HeadTransports(U, V))
+
+    def to(self, **kw):
+        return ConstantTransport(self.T.to(**kw))
+
+
+class MixtureTransport(Transport):
+    """``T_ij = sum_h weights[h, i, j] T_h`` with ``T_h`` factored (T2).
+
+    For multi-head attention the weights are ``H * gamma^h_ij``: ``H`` times the
+    attention gates.  Applying it costs ``O(H n^2 r + H n d r)``; no ``T_ij`` is formed.
+    """
+
+    def __init__(self, weights, heads: HeadTransports):
+        self.weights = to_tensor(weights, "weights", ndim=3)
+        if not isinstance(heads, HeadTransports):
+            raise TypeError(f"heads must be a HeadTransports, got {type(heads).__name__}")
+        if self.weights.shape[0] != heads.n_heads:
+            raise ValueError(f"weights has {self.weights.shape[0]} heads but heads has {heads.n_heads}; "
+                             "pass one weight matrix per head transport")
+        self.heads = heads
+        self.d = heads.d
+
+    def apply(self, P, F):
+        read = torch.einsum("jd,hrd->hjr", F, self.heads.V)
+        moved = (P[None] * self.weights) @ read
+        return torch.einsum("hir,hdr->id", moved, self.heads.U)
+
+    def blocks(self, n):
+        return torch.einsum("hij,hde->ijde", self.weights, self.heads.dense())
+
+    def block(self, i, j):
+        return torch.einsum("h,hde->de", self.weights[:, i, j], self.heads.dense())
+
+    def rescaled(self, c):
+        return MixtureTransport(self.weights / c[None], self.heads)
+
+    def to(self, **kw):
+        return MixtureTransport(self.weights.to(**kw), HeadTransports(self.heads.U.to(**kw), self.heads.V.to(**kw)))
+
+
+class EdgeTransport(Transport):
+    """An explicit transport per edge, an ``(n, n, d, d)`` array."""
+
+    def __init__(self, T):
+        self.T = to_tensor(T, "T", ndim=4)
+        n, n2, d, d2 = self.T.shape
+        if n != n2 or d != d2:
+            raise ValueError(f"T must have shape (n, n, d, d), got {tuple(self.T.shape)}")
+        self.d = d
+
+    def apply(self, P, F):
+        return torch.einsum("ij,ijab,jb->ia", P, self.T, F)
+
+    def blocks(self, n):
+        return self.T.clone()
+
+    def block(self, i, j):
+        return self.T[i, j]
+
+    def rescaled(self, c):
+        return EdgeTransport(self.T / c[:, :, None, None])
+
+    def to(self, **kw):
+        return EdgeTransport(self.T.to(**kw))
+
+
+class FrameChange(Transport):
+    """``base`` seen in new frames: ``T'_ij = G_i T_ij G_j^{-1}`` (D3b)."""
+
+    def __init__(self, base: Transport, G):
+        self.base = base
+        self.G = to_tensor(G, "G", ndim=3)
+        self.G_inv = torch.linalg.inv(self.G)
+        self.d = base.d
+
+    def apply(self, P, F):
+        moved = self.base.apply(P, torch.einsum("jab,jb->ja", self.G_inv, F))
+        return torch.einsum("iab,ib->ia", self.G, moved)
+
+    def blocks(self, n):
+        return torch.einsum("iab,ijbc,jce->ijae", self.G, self.base.blocks(n), self.G_inv)
+
+    def block(self, i, j):
+        return self.G[i] @ self.base.block(i, j) @ self.G_inv[j]
+
+    def rescaled(self, c):
+        return FrameChange(self.base.rescaled(c), self.G)
+
+    def to(self, **kw):
+        return FrameChange(self.base.to(**kw), self.G.to(**kw))

@@ -1,0 +1,162 @@
+"""Adapters and streaming extraction on tiny random models of every family (built offline)."""
+import math
+
+import pytest
+import torch
+from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3TextConfig, GPT2Config,
+                          LlamaConfig, MistralConfig, Qwen2Config)
+
+from connlap_lite import ConnectionWalk, attention_walks, head_transports
+from connlap_lite.adapters import adapter_for
+
+CONFIGS = {
+    "gpt2": lambda: GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=100, n_positions=64,
+                               bos_token_id=0, eos_token_id=0),
+    "bert": lambda: BertConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, intermediate_size=64,
+                               vocab_size=100, max_position_embeddings=64),
+    "llama-gqa": lambda: LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                     hidden_size=32, intermediate_size=64, vocab_size=100),
+    "qwen2-bias": lambda: Qwen2Config(num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=2,
+                                      hidden_size=48, intermediate_size=64, vocab_size=100),
+    "mistral-window": lambda: MistralConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                                            hidden_size=32, intermediate_size=64, vocab_size=100, sliding_window=3),
+    "gemma3-local-global": lambda: Gemma3TextConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+                                                    hidden_size=32, head_dim=16, intermediate_size=64, vocab_size=100,
+                                                    sliding_window=3,
+                                                    layer_types=["sliding_attention", "full_attention"]),
+}
+
+
+def tiny(name):
+    torch.manual_seed(0)
+    auto = AutoModel if name == "bert" else AutoModelForCausalLM
+    return auto.from_config(CONFIGS[name](), attn_implementation="eager").eval()
+
+
+def unequal_batch():
+    ids = torch.randint(1, 100, (3, 8), generator=torch.Generator().manual_seed(1))
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3, [1] * 2 + [0] * 6])
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def rel(a, b):
+    return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_t2_reconstructs_every_layer(name):
+    model = tiny(name)
+    batch = unequal_batch()
+    seen = 0
+    for lw in attention_walks(model, batch, progress=False):
+        for i, length in enumerate(batch["attention_mask"].sum(1).tolist()):
+            walk = lw.walk(i)
+            assert walk.n == length
+            assert rel(walk(lw.section(i)), lw.reference(i)) < 1e-5
+            assert torch.allclose(walk.P.sum(1), torch.ones(length), atol=1e-5)
+        seen += 1
+    assert seen == len(adapter_for(model).layers(model))
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_t1_head_by_head(name):
+    model = tiny(name)
+    lw = next(attention_walks(model, unequal_batch(), progress=False))
+    X = lw.section(0)
+    T = lw.transports.dense()
+    keep = lw.tokens[0]
+    total = sum(ConnectionWalk(lw.attention[0, h][keep][:, keep], T[h])(X) for h in range(T.shape[0]))
+    if lw.transports.offset is not None:
+        total = total + lw.transports.offset
+    assert rel(total, lw.reference(0)) < 1e-5
+
+
+def test_masks_are_the_ones_used():
+    model = tiny("mistral-window")
+    lw = next(attention_walks(model, unequal_batch(), progress=False))
+    A = lw.attention[0, 0]
+    i, j = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
+    allowed = (j <= i) & (i - j < 3)
+    assert bool((A[~allowed] == 0).all()) and bool((A[allowed] > 0).all())
+    assert lw.mask == {"causal": True, "window": 3}
+    layers = list(attention_walks(tiny("gemma3-local-global"), unequal_batch(), progress=False))
+    assert [lw.mask["window"] for lw in layers] == [3, None]
+    enc = next(attention_walks(tiny("bert"), unequal_batch(), progress=False))
+    assert bool((enc.attention[1, :, :, 5:] == 0).all()) and bool((enc.attention[1, :, :5, :5] > 0).all())
+
+
+def test_head_transports_from_raw_weights_llama_gqa():
+    model = tiny("llama-gqa")
+    sd = model.state_dict()
+    Wv, Wo = sd["model.layers.1.self_attn.v_proj.weight"], sd["model.layers.1.self_attn.o_proj.weight"]
+    heads = head_transports(model, 1)
+    for h in range(4):
+        g = h // 2
+        expected = Wo[:, h * 8:(h + 1) * 8] @ Wv[g * 8:(g + 1) * 8]
+        assert rel(heads.dense()[h], expected) < 1e-6
+    assert heads.groups.tolist() == [0, 0, 1, 1]
+
+
+def test_head_transports_from_raw_weights_gpt2_conv1d():
+    model = tiny("gpt2")
+    with torch.no_grad():
+        for p in (model.transformer.h[0].attn.c_attn.bias, model.transformer.h[0].attn.c_proj.bias):
+            p.normal_()
+    sd = model.state_dict()
+    W, b = sd["transformer.h.0.attn.c_attn.weight"], sd["transformer.h.0.attn.c_attn.bias"]
+    P, bp = sd["transformer.h.0.attn.c_proj.weight"], sd["transformer.h.0.attn.c_proj.bias"]
+    heads = head_transports(model, 0)
+    Wv = W[:, 64:96]                        # Conv1D: x @ W, (in, out)
+    for h in range(4):
+        expected = (Wv[:, h * 8:(h + 1) * 8] @ P[h * 8:(h + 1) * 8]).T
+        assert rel(heads.dense()[h], expected) < 1e-6
+    assert rel(heads.offset, b[64:96] @ P + bp) < 1e-6
+
+
+def test_attention_from_raw_weights_bert():
+    model = tiny("bert")
+    batch = unequal_batch()
+    lw = next(attention_walks(model, batch, progress=False))
+    sd = model.state_dict()
+    X = lw.inputs[1]
+    q = X @ sd["encoder.layer.0.attention.self.query.weight"].T + sd["encoder.layer.0.attention.self.query.bias"]
+    k = X @ sd["encoder.layer.0.attention.self.key.weight"].T + sd["encoder.layer.0.attention.self.key.bias"]
+    q, k = q.reshape(8, 4, 8).transpose(0, 1), k.reshape(8, 4, 8).transpose(0, 1)
+    s = q @ k.transpose(1, 2) / math.sqrt(8)
+    s = s.masked_fill(~batch["attention_mask"][1].bool()[None, None], float("-inf"))
+    assert rel(lw.attention[1], torch.softmax(s, -1)) < 1e-5
+
+
+def test_hooks_removed_even_after_an_error_in_the_loop():
+    model = tiny("llama-gqa")
+    modules = adapter_for(model).layers(model)
+    with pytest.raises(RuntimeError, match="boom"):
+        for lw in attention_walks(model, unequal_batch(), progress=False):
+            raise RuntimeError("boom")
+    assert all(not m._forward_pre_hooks for m in modules)
+
+
+def test_hooks_removed_when_the_forward_fails():
+    model = tiny("gpt2")
+    bad = {"input_ids": torch.full((1, 4), 10_000)}          # out of the vocabulary
+    with pytest.raises(IndexError):
+        next(attention_walks(model, bad, progress=False))
+    assert all(not m._forward_pre_hooks for m in adapter_for(model).layers(model))
+
+
+def test_errors():
+    model = tiny("gpt2")
+    with pytest.raises(ValueError, match=r"layers must hold indices in \[0, 2\)"):
+        next(attention_walks(model, unequal_batch(), layers=[5]))
+    with pytest.raises(TypeError, match="batch must be a tensor of token ids"):
+        next(attention_walks(model, [1, 2, 3]))
+    with pytest.raises(ValueError, match=r"layer must be an int in \[0, 2\)"):
+        head_transports(model, 2)
+
+    class Other(torch.nn.Module):
+        config = type("C", (), {"model_type": "t5"})()
+    with pytest.raises(ValueError, match="unsupported architecture 't5'.*supported families: bert, gemma3, gpt2"):
+        head_transports(Other(), 0)
+    sdpa = AutoModelForCausalLM.from_config(CONFIGS["llama-gqa"](), attn_implementation="sdpa")
+    with pytest.raises(ValueError, match="must use eager attention"):
+        next(attention_walks(sdpa, unequal_batch()))
