@@ -51,7 +51,7 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
         raise TypeError("texts must be a non-empty list of strings")
     ids: list[int] = []
     for t in texts:
-        ids += tokenizer(t, add_special_tokens=False)["input_ids"]
+        ids += tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
     windows = len(ids) // body
     if windows < n_passages:
         raise ValueError(f"the texts give only {windows} passages of {n_tokens} tokens, asked for {n_passages}; "

@@ -160,3 +160,19 @@ def test_errors():
     sdpa = AutoModelForCausalLM.from_config(CONFIGS["llama-gqa"](), attn_implementation="sdpa")
     with pytest.raises(ValueError, match="must use eager attention"):
         next(attention_walks(sdpa, unequal_batch()))
+
+
+def test_gpu_8b_benchmark_runs_tiny_on_cpu(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_8b.py"
+    spec = importlib.util.spec_from_file_location("gpu_8b", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    report = bench.main(["--tiny", "--device", "cpu", "--dtype", "float32", "--tokens", "16",
+                         "--json", str(tmp_path / "r.json")])
+    layers = report["runs"][0]["layers"]
+    assert len(layers) == 3
+    assert all(m["t1_error"] < 1e-5 for m in layers)
+    assert (tmp_path / "r.json").exists()

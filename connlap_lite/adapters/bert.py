@@ -34,3 +34,7 @@ def module_output(model, layer, out):
 
 def mask(model, layer):
     return {"causal": False, "window": None}
+
+
+def norm_gain(model, layer):
+    return None

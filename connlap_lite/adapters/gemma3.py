@@ -38,3 +38,7 @@ def mask(model, layer):
     c = model.config
     sliding = c.layer_types[layer] == "sliding_attention"
     return {"causal": True, "window": c.sliding_window if sliding else None}
+
+
+def norm_gain(model, layer):
+    return 1.0 + _base(model).layers[layer].input_layernorm.weight   # Gemma's RMSNorm scales by 1 + w

@@ -35,3 +35,7 @@ def module_output(model, layer, out):
 
 def mask(model, layer):
     return {"causal": True, "window": None}
+
+
+def norm_gain(model, layer):
+    return _base(model).h[layer].ln_1.weight

@@ -38,3 +38,7 @@ def mask(model, layer):
     elif not getattr(c, "use_sliding_window", True):
         window = None
     return {"causal": True, "window": window}
+
+
+def norm_gain(model, layer):
+    return model.model.layers[layer].input_layernorm.weight

@@ -1,0 +1,109 @@
+"""Extraction and layer metrics on a Llama-3-8B-shaped model with random weights, on one GPU.
+
+    python benchmarks/gpu_8b.py                       # 8B shape, bf16, cuda, n = 512 2048 8192
+    python benchmarks/gpu_8b.py --tiny --device cpu   # the same code on a tiny config (run by the tests)
+
+No download: the weights are random (the architecture is what costs time and memory).
+For each sequence length it prints, per layer, the seconds spent, the peak GPU memory,
+the T1 reconstruction error of the attention module's output (float32), the attention
+sink mass and the mean scaled-isometry defect of the head transports; and writes JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from connlap_lite import attention_walks, isometry_defect
+
+LLAMA3_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                 num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0, max_position_embeddings=8192)
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=8,
+            num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)
+
+
+def build(shape: dict, device: str, dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    torch.manual_seed(0)
+    config = LlamaConfig(**shape)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=dtype)
+    return model.eval()
+
+
+def t1_error(lw) -> float:
+    """Relative error of sum_h A^h X T_h^T + c against the module's own output, head by head, float32."""
+    X = lw.inputs[0].float()
+    U, V = lw.transports.U.float(), lw.transports.V.float()
+    Y = torch.zeros_like(X)
+    for h in range(U.shape[0]):
+        Y += (lw.attention[0, h].float() @ (X @ V[h].T)) @ U[h].T
+    if lw.transports.offset is not None:
+        Y += lw.transports.offset.float()
+    ref = lw.output[0].float()
+    return float(torch.linalg.norm(Y - ref) / torch.linalg.norm(ref))
+
+
+def run(shape: dict, n_tokens: list[int], device: str, dtype: torch.dtype) -> dict:
+    model = build(shape, device, dtype)
+    params = sum(p.numel() for p in model.parameters())
+    cuda = device.startswith("cuda")
+    report = {"device": torch.cuda.get_device_name() if cuda else device, "dtype": str(dtype),
+              "parameters": params, "shape": shape, "runs": []}
+    for n in n_tokens:
+        ids = torch.randint(0, shape["vocab_size"], (1, n), generator=torch.Generator().manual_seed(n))
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        start = last = time.perf_counter()
+        layers = []
+        for lw in attention_walks(model, ids, progress=False):
+            metrics = {
+                "t1_error": t1_error(lw),
+                "sink_mass": float(lw.attention[0, :, 1:, 0].float().mean()),
+                "isometry_defect": float(isometry_defect(lw.transports).float().mean()),
+            }
+            if cuda:
+                torch.cuda.synchronize()
+            now = time.perf_counter()
+            metrics["seconds"] = now - last
+            metrics["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+            last = now
+            layers.append(metrics)
+            print(f"n={n:5d} layer {lw.layer:2d}: {metrics['seconds']:.3f} s"
+                  + (f", peak {metrics['peak_gib']:.1f} GiB" if cuda else "")
+                  + f", T1 error {metrics['t1_error']:.1e}, sink {metrics['sink_mass']:.3f},"
+                  f" defect {metrics['isometry_defect']:.3f}", flush=True)
+            del lw
+        total = time.perf_counter() - start
+        run = {"n": n, "seconds": total, "tokens_per_second": n / total, "layers": layers,
+               "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if cuda else None}
+        report["runs"].append(run)
+        print(f"n={n}: {total:.1f} s, {n / total:.0f} tokens/s"
+              + (f", peak {run['peak_gib']:.1f} GiB" if cuda else ""), flush=True)
+    return report
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true", help="a tiny Llama config (CPU test of the same code)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    ap.add_argument("--tokens", type=int, nargs="+", default=None)
+    ap.add_argument("--json", default=None, help="write the report here")
+    args = ap.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error("--device cuda but no CUDA device is available; use --tiny --device cpu")
+    tokens = args.tokens or ([32, 64] if args.tiny else [512, 2048, 8192])
+    report = run(TINY if args.tiny else LLAMA3_8B, tokens, args.device, getattr(torch, args.dtype))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return report
+
+
+if __name__ == "__main__":
+    main()

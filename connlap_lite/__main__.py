@@ -1,0 +1,96 @@
+"""Command line: ``python -m connlap_lite analyze MODEL [options]``.
+
+Computes the same metrics as the book's empirical chapters (E1-E3) for any supported
+model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+SUMMARY = ["tv_norm", "spec", "cross", "rev", "sink", "head_defect", "head_defect_gain", "data_defect", "edge_defect"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m connlap_lite", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
+    a.add_argument("model", help="offline short name (minilm-l6, smollm2-135m, gemma3-270m, "
+                                 "qwen2.5-coder-0.5b, qwen2.5-coder-1.5b), Hugging Face id or local folder")
+    a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
+    a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: pydoc topics)")
+    a.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
+    a.add_argument("--tokens", type=int, default=128, help="tokens per passage (default 128)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    a.add_argument("--json", type=Path, help="write the full report here")
+    a.add_argument("--figures", type=Path, help="write per-layer figures (PNG) into this folder")
+    a.add_argument("--no-cache", action="store_true", help="recompute even if a cached report exists")
+    return ap
+
+
+def _fail(ap, message: str) -> None:
+    ap.error(message)   # prints usage and the message to stderr, exits with status 2
+
+
+def main(argv=None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    if args.passages < 2:
+        _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
+    if args.tokens < 8:
+        _fail(ap, f"--tokens must be at least 8, got {args.tokens}")
+    texts = None
+    if args.texts is not None:
+        if not args.texts.is_file():
+            _fail(ap, f"--texts {args.texts}: no such file")
+        texts = [t.strip() for t in args.texts.read_text(encoding="utf-8").split("\n\n") if t.strip()]
+        if not texts:
+            _fail(ap, f"--texts {args.texts}: the file holds no text")
+    if args.device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            _fail(ap, f"--device {args.device}: CUDA is not available here; use --device cpu")
+    if args.json is not None and args.json.is_dir():
+        _fail(ap, f"--json {args.json} is a folder; give a file path such as {args.json / 'report.json'}")
+    from .analysis import analyze, depth_trend, layer_curve
+
+    try:
+        report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
+                         random_init=args.random_init, texts=texts, device=args.device, cache=not args.no_cache,
+                         progress=True)
+    except (OSError, ValueError, ModuleNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    main_condition = "random" if args.random_init else "trained"
+    print(f"{report['model']}: {report['family']}, {'encoder' if report['encoder'] else 'decoder'}, "
+          f"{report['layers']} layers, {report['parameters']:,} parameters, "
+          f"{report['passages']} passages x {report['tokens']} tokens")
+    print(f"{'metric':<18}{'condition':<10}{'first':>8}{'last':>8}{'rho':>7}{'p':>7}")
+    for metric in SUMMARY:
+        for cond in (main_condition, "random0", "shuffled"):
+            if metric not in report["conditions"].get(cond, {}):
+                continue
+            means = layer_curve(report, metric, cond, n_boot=1)[0]
+            rho, p = depth_trend(report, metric, cond)
+            print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
+        tmp.write_text(json.dumps(report, indent=1))
+        tmp.replace(args.json)
+        print(f"wrote {args.json}")
+    if args.figures is not None:
+        from .plots import layer_curves
+        args.figures.mkdir(parents=True, exist_ok=True)
+        for metric in SUMMARY:
+            fig = layer_curves([report], metric)
+            fig.savefig(args.figures / f"{metric}.png", dpi=110)
+        print(f"wrote figures to {args.figures}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Measure E1-E3 on a model against its nulls: the one function the chapters and the CLI call.
+
+``analyze(name)`` loads a model, builds its nulls (the same architecture at random
+initialisation, two seeds; the trained model on shuffled passages), streams every layer,
+and returns per-layer, per-passage values of every metric in :mod:`connlap_lite.metrics`.
+Results are cached as JSON (keyed by the arguments and the source of this module and of
+``metrics``), so the chapters that share a measurement compute it once.
+
+Chapters: *E1*, *E2*, *E3*, *Scorecard*.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from . import metrics as M
+from .adapters import adapter_for
+from .extraction import attention_walks
+from .models import cache_dir, load_model
+from .text import passages as make_passages
+
+EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
+EDGE_PASSAGES = 4    # passages whose edges are measured
+WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink"]
+STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink"]
+HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy"]
+DATA_METRICS = ["data_defect", "edge_defect"]
+
+
+def random_like(model, seed: int):
+    """The null model: ``model``'s architecture with fresh weights drawn with ``seed``."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel
+    null = auto.from_config(model.config, attn_implementation="eager")
+    return null.to(next(model.parameters()).device).eval()
+
+
+def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:
+    """Each passage's tokens permuted, the first ``sinks_fixed`` and special last token kept in place."""
+    ids = batch["input_ids"].clone()
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = sinks_fixed, ids.shape[1] - (1 if sinks_fixed and ids.shape[1] > 2 else 0)
+    for row in ids:
+        perm = torch.randperm(hi - lo, generator=g) + lo
+        row[lo:hi] = row[perm]
+    return {"input_ids": ids, "attention_mask": batch["attention_mask"].clone()}
+
+
+def parameter_counts(model) -> tuple[int, int]:
+    """All parameters, and those outside the token and position embeddings and the LM head."""
+    total = sum(p.numel() for p in model.parameters())
+    skip = {id(model.get_input_embeddings().weight)}
+    out = getattr(model, "lm_head", None)
+    if out is not None:
+        skip.add(id(out.weight))
+    for name, p in model.named_parameters():
+        if "position_embeddings" in name or name.endswith("wpe.weight"):
+            skip.add(id(p))
+    return total, total - sum(p.numel() for p in model.parameters() if id(p) in skip)
+
+
+def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
+    """Per-passage walk metrics of one layer; ``P`` is ``(B, n, n)`` float64."""
+    causal = bool((P.triu(1) == 0).all())
+    B, n, _ = P.shape
+    Pn = M.without_sinks(P, sinks)
+    U = M.uniform_walk(n, causal, dtype=P.dtype)
+    out = {"sink": M.sink_mass(P, sinks), "uniform_dist": M.walk_distance(P, U),
+           "rev": M.reversibility(M.teleport(P)), "rev_nosink": M.reversibility(M.teleport(Pn))}
+    for key, W in (("cross", P), ("cross_nosink", Pn)):
+        spec = M.sym_spectrum(W)
+        pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
+        out[key] = pair.sum(1) / max(B - 1, 1)           # each passage's mean distance to the others
+    return out
+
+
+def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool) -> dict:
+    Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
+    return {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
+            "spec": M.spectral_distance(P, Q), "tv_nosink": M.walk_distance(Pn, Qn),
+            "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal), "spec_nosink": M.spectral_distance(Pn, Qn)}
+
+
+def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
+    """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage."""
+    out = []
+    groups = lw.transports.groups
+    for i in range(min(EDGE_PASSAGES, lw.attention.shape[0])):
+        A = lw.attention[i].double()
+        P = A.mean(0)
+        mask = torch.ones_like(P, dtype=torch.bool)
+        mask.fill_diagonal_(False)
+        mask[:, sinks] = False
+        mask[sinks, :] = False
+        flat = torch.where(mask, P, torch.zeros_like(P)).flatten()
+        top = flat.topk(EDGES).indices
+        r, c = top // P.shape[1], top % P.shape[1]
+        gates = A[:, r, c].T / A[:, r, c].sum(0)[:, None]     # (m, H)
+        s = M.gated_singular_values(A.shape[0] * gates, lw.transports, groups)
+        out.append(M.rank_free_defect(s).mean())
+    return torch.stack(out)
+
+
+def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progress: bool = False) -> dict:
+    """Every metric for every layer of ``model`` on ``batch``: ``{metric: [per-layer values]}``.
+
+    Walk and data metrics are lists of per-passage values; head metrics are per-head values.
+    """
+    adapter = adapter_for(model)
+    res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + HEAD_METRICS + DATA_METRICS}
+    prev = None
+    n = batch["input_ids"].shape[1]
+    sinks = M.sink_columns(n, encoder)
+    for lw in attention_walks(model, batch, progress=progress):
+        P = lw.attention.double().mean(1)                          # (B, n, n): the layer's walks
+        for k, v in _walk_metrics(P, sinks).items():
+            res[k].append(v.tolist())
+        if prev is not None:
+            for k, v in _step_metrics(prev, P, sinks, not encoder).items():
+                res[k].append(v.tolist())
+        prev = P
+        heads = lw.transports
+        gain = adapter.norm_gain(model, lw.layer)
+        res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
+        res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
+        if head_nulls:
+            res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
+            res["head_defect_gaussian"].append(M.scaled_isometry_defect(M.gaussian_null(heads, lw.layer)).tolist())
+        res["copy"].append(M.copy_score(heads).tolist())
+        X = lw.inputs.double()
+        res["data_defect"].append([float(M.data_isometry_defect(heads, X[i]).mean()) for i in range(X.shape[0])])
+        res["edge_defect"].append(_edge_defects(lw, sinks).tolist())
+    return {k: v for k, v in res.items() if v}
+
+
+def _key(name: str, **kw) -> str:
+    here = Path(__file__).parent
+    src = b"".join((here / f).read_bytes() for f in ("analysis.py", "metrics.py", "extraction.py"))
+    blob = json.dumps({"name": name, **kw}, sort_keys=True).encode() + src
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1),
+            shuffle: bool = True, random_init: bool = False, texts: list[str] | None = None,
+            device: str = "cpu", cache: bool = True, progress: bool = False) -> dict:
+    """Measure every E1/E2 metric on model ``name`` and on its nulls.
+
+    Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
+    ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
+    for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
+
+    Chapters: *E1*, *E2*, *E3*.
+    """
+    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=list(random_seeds),
+                shuffle=shuffle, random_init=random_init, texts=texts)
+    path = cache_dir() / "measurements" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
+    if cache and path.exists():
+        return json.loads(path.read_text())
+    start = time.perf_counter()
+    model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
+    adapter = adapter_for(model)
+    encoder = not adapter.mask(model, 0)["causal"]
+    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=texts)
+    total, non_embedding = parameter_counts(model)
+    H, G = adapter.shape(model)
+    report = {"model": name, "family": model.config.model_type, "encoder": encoder,
+              "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
+              "parameters": total, "non_embedding_parameters": non_embedding,
+              "passages": n_passages, "tokens": n_tokens, "seed": seed, "conditions": {}}
+    label = "random" if random_init else "trained"
+    report["conditions"][label] = measure(model, batch, encoder=encoder, progress=progress)
+    if shuffle:
+        report["conditions"]["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder,
+                                                   head_nulls=False, progress=progress)
+    for s in random_seeds:
+        null = random_like(model, 1000 + s)
+        report["conditions"][f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False,
+                                                     progress=progress)
+        del null
+    report["seconds"] = time.perf_counter() - start
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(report))
+        os.replace(tmp, path)
+    return report
+
+
+def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot: int = 1000):
+    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
+    values = report["conditions"][condition][metric]
+    means, lo, hi = [], [], []
+    for v in values:
+        m, a, b = M.bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
+        means.append(float(m)); lo.append(float(a)); hi.append(float(b))
+    return means, lo, hi
+
+
+def depth_trend(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
+    """Spearman's rho of the per-layer mean against depth, and its p-value."""
+    means = layer_curve(report, metric, condition, n_boot=1)[0]
+    return M.spearman(range(len(means)), means)

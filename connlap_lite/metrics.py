@@ -1,0 +1,242 @@
+"""Metrics for the empirical claims E1-E3, each defined by a formula (THEORY.md, METHODS.md).
+
+Walk metrics take row-stochastic ``(n, n)`` walk matrices (one passage, one layer);
+transport metrics take :class:`HeadTransports` or ``(d, d)`` matrices.  Every metric is
+a plain function of tensors, so the chapters and ``python -m connlap_lite analyze``
+compute exactly the same numbers.
+
+E1, attention graphs settle into stable operators with depth:
+
+``walk_distance(P, Q)``           mean total-variation distance between rows,
+                                  ``1/n sum_i 1/2 sum_j |P_ij - Q_ij|``;
+``uniform_walk(n, causal)``       the reference walk: rows uniform over allowed keys;
+``normalised_walk_distance``      ``walk_distance(P, Q)`` over the mean distance of ``P``
+                                  and ``Q`` from the uniform walk (METHODS: near-uniform nulls);
+``sym_spectrum(P)``               eigenvalues of the symmetrised normalised Laplacian
+                                  ``I - D^{-1/2} S D^{-1/2}``, ``S = (P + P^T)/2``: real, in [0, 2],
+                                  defined for causal walks too;
+``spectral_distance(P, Q)``       mean absolute difference of the sorted ``sym_spectrum``
+                                  (the 1-Wasserstein distance of the two spectra);
+``teleport(P, alpha)``            PageRank chain ``(1 - alpha) P + alpha 11^T / n`` (irreducible);
+``sink_mass(P, sinks)``           mean attention paid to the sink columns by the other queries;
+``without_sinks(P, sinks)``       sink columns zeroed and rows renormalised.
+
+E2, transports become scaled isometries:
+
+``isometry_defect`` (laplacian)   rank-``k`` scaled partial isometry defect (P3);
+``rank_free_defect(s)``           distance to the nearest scaled partial isometry of any rank;
+``data_isometry_defect``          coefficient of variation of the gains ``|T x| / |P_V x|``
+                                  on the actual token vectors ``x`` entering the layer;
+``copy_score``                    ``tr T / (sqrt(d_h) ||T||_F)``: how much a head copies.
+
+Chapters: *E1*, *E2*, *E3*.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .transports import HeadTransports
+
+
+# ------------------------------------------------------------------------- E1: walks
+def uniform_walk(n: int, causal: bool, *, dtype=torch.float64, device=None) -> torch.Tensor:
+    """Rows uniform over the allowed keys: all ``n`` tokens, or ``j <= i`` when causal."""
+    U = torch.ones(n, n, dtype=dtype, device=device)
+    if causal:
+        U = U.tril()
+    return U / U.sum(1, keepdim=True)
+
+
+def walk_distance(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+    """Mean total-variation distance between corresponding rows, in [0, 1]."""
+    if P.shape[-2:] != Q.shape[-2:]:
+        raise ValueError(f"P and Q must be walks on the same tokens, got shapes {tuple(P.shape)} and {tuple(Q.shape)}")
+    return 0.5 * (P - Q).abs().sum(-1).mean(-1)
+
+
+def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool) -> torch.Tensor:
+    """``walk_distance(P, Q)`` divided by the mean distance of ``P`` and ``Q`` from the uniform walk."""
+    U = uniform_walk(P.shape[-1], causal, dtype=P.dtype, device=P.device)
+    scale = 0.5 * (walk_distance(P, U) + walk_distance(Q, U))
+    return walk_distance(P, Q) / scale.clamp_min(1e-12)
+
+
+def sym_spectrum(P: torch.Tensor) -> torch.Tensor:
+    """Sorted eigenvalues of ``I - D^{-1/2} S D^{-1/2}`` with ``S = (P + P^T) / 2``, ``D = diag(S 1)``."""
+    P = P.double()
+    S = 0.5 * (P + P.transpose(-1, -2))
+    deg = S.sum(-1).clamp_min(1e-300)
+    N = S / torch.sqrt(deg[..., :, None] * deg[..., None, :])
+    eye = torch.eye(P.shape[-1], dtype=P.dtype, device=P.device)
+    return torch.linalg.eigvalsh(eye - N)
+
+
+def spectral_distance(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+    """Mean absolute difference of the sorted symmetrised spectra (a 1-Wasserstein distance)."""
+    return (sym_spectrum(P) - sym_spectrum(Q)).abs().mean(-1)
+
+
+def teleport(P: torch.Tensor, alpha: float = 0.15) -> torch.Tensor:
+    """The teleporting (PageRank) chain ``(1 - alpha) P + alpha / n``: irreducible, ``pi > 0``."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    return (1 - alpha) * P + alpha / P.shape[-1]
+
+
+def sink_columns(n: int, encoder: bool) -> list[int]:
+    """The attention-sink tokens: the first token, and the last ([SEP]) for an encoder."""
+    return [0, n - 1] if encoder else [0]
+
+
+def sink_mass(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
+    """Mean total attention that non-sink queries pay to the sink columns."""
+    rows = torch.ones(P.shape[-2], dtype=torch.bool, device=P.device)
+    rows[sinks] = False
+    return P[..., rows, :][..., sinks].sum(-1).mean(-1)
+
+
+def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
+    """Sink columns zeroed and rows renormalised; a row left empty keeps a self-loop."""
+    Q = P.clone()
+    Q[..., :, sinks] = 0
+    mass = Q.sum(-1, keepdim=True)
+    eye = torch.eye(P.shape[-1], dtype=P.dtype, device=P.device).expand_as(Q)
+    return torch.where(mass > 1e-12, Q / mass.clamp_min(1e-300), eye)
+
+
+def stationary(P: torch.Tensor) -> torch.Tensor:
+    """Stationary distribution of an irreducible row-stochastic ``P`` by power iteration (batched)."""
+    P = P.double()
+    pi = torch.full(P.shape[:-1], 1.0 / P.shape[-1], dtype=P.dtype, device=P.device)
+    for _ in range(1000):
+        new = torch.einsum("...i,...ij->...j", pi, P)
+        if float((new - pi).abs().max()) < 1e-13:
+            return new
+        pi = new
+    return pi
+
+
+def reversibility(P: torch.Tensor) -> torch.Tensor:
+    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` of an irreducible walk (use :func:`teleport` first)."""
+    pi = stationary(P)
+    F = pi[..., :, None] * P.double()
+    return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
+
+
+# ------------------------------------------------------------------- E2: transports
+def rank_free_defect(s: torch.Tensor) -> torch.Tensor:
+    """Distance to the nearest scaled partial isometry of any rank, from singular values ``s``.
+
+    ``min_k sqrt((sum_{i>k} s_i^2 + sum_{i<=k} (s_i - mean_k)^2) / sum s^2)`` over ``k``, with
+    ``s`` sorted in decreasing order and ``mean_k`` the mean of the top ``k``: the best ``c Q``
+    of rank ``k`` keeps the top ``k`` directions with one common scale.
+    """
+    s = s.double().sort(-1, descending=True).values
+    k = torch.arange(1, s.shape[-1] + 1, dtype=s.dtype, device=s.device)
+    c1, c2 = s.cumsum(-1), (s ** 2).cumsum(-1)
+    total = c2[..., -1:]
+    # sum_{i<=k}(s_i - m_k)^2 = c2_k - c1_k^2 / k ; plus the dropped tail total - c2_k
+    err = (total - c1 ** 2 / k) / total
+    return err.clamp_min(0).min(-1).values.sqrt()
+
+
+def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: torch.Tensor) -> torch.Tensor:
+    """Singular values of edge transports ``T = sum_h weights[..., h] T_h``, from the factors.
+
+    Heads of one key/value group share ``V_g``, so ``T = sum_g (sum_{h in g} w_h U_h) V_g``:
+    a product of a ``d x G d_h`` and a ``G d_h x d`` factor; its singular values come from
+    two thin QRs and a small SVD.  ``weights`` is ``(m, H)`` for ``m`` edges.
+    """
+    dt = torch.float64
+    U, V = heads.U.to(dt), heads.V.to(dt)
+    G = int(groups.max()) + 1
+    first = [int(torch.nonzero(groups == g)[0]) for g in range(G)]
+    Vg = torch.cat([V[h] for h in first], 0)                                 # (G d_h, d)
+    scaled = weights.to(dt)[:, :, None, None] * U[None]                      # (m, H, d, d_h)
+    Ug = torch.zeros(scaled.shape[0], G, *U.shape[1:], dtype=dt, device=U.device)
+    Ug = Ug.index_add_(1, groups.to(U.device), scaled).permute(0, 2, 1, 3).flatten(-2)   # (m, d, G d_h)
+    _, Ru = torch.linalg.qr(Ug)
+    _, Rv = torch.linalg.qr(Vg.T)
+    return torch.linalg.svdvals(Ru @ Rv.T)
+
+
+def fold_gain(heads: HeadTransports, gain: torch.Tensor | None) -> HeadTransports:
+    """Head transports with the pre-attention norm's gain folded in: ``T_h diag(g)``."""
+    if gain is None:
+        return heads
+    folded = HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :])
+    folded.groups, folded.offset = getattr(heads, "groups", None), getattr(heads, "offset", None)
+    return folded
+
+
+def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor:
+    """Per head, the coefficient of variation of ``|T_h x| / |P_h x|`` over the rows ``x`` of ``X``.
+
+    ``P_h`` projects onto the head's read subspace (the row space of ``V_h``), so a scaled
+    partial isometry gives the same gain to every token: 0.  Measured on the token vectors
+    that actually enter the layer, not on all of ``R^d``.
+    """
+    dt = torch.float64
+    U, V, X = heads.U.to(dt), heads.V.to(dt), X.to(dt)
+    Qv, _ = torch.linalg.qr(V.transpose(1, 2))                 # (H, d, d_h) basis of the read space
+    read = torch.einsum("nd,hdr->hnr", X, Qv).norm(dim=-1)     # |P_h x|
+    out = torch.einsum("hdr,hre,ne->hnd", U, V, X).norm(dim=-1)
+    gain = out / read.clamp_min(1e-300)
+    return gain.std(-1) / gain.mean(-1)
+
+
+def copy_score(heads: HeadTransports) -> torch.Tensor:
+    """``tr T_h / (sqrt(d_h) ||T_h||_F)``: 1 for ``T = c`` times a projection onto ``d_h`` dims."""
+    dt = torch.float64
+    U, V = heads.U.to(dt), heads.V.to(dt)
+    tr = torch.einsum("hdr,hrd->h", U, V)
+    fro = torch.linalg.norm(U @ V, dim=(-2, -1))
+    return tr / (math.sqrt(U.shape[-1]) * fro)
+
+
+def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
+    """The factor-rotation null: ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head.
+
+    Keeps each factor's own spectrum and breaks only their co-adaptation.
+    """
+    g = torch.Generator().manual_seed(seed)
+    H, d, r = heads.U.shape
+    A = torch.randn(H, r, r, generator=g, dtype=torch.float64)
+    Q, R = torch.linalg.qr(A)
+    Q = Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]
+    return HeadTransports(heads.U.double() @ Q, heads.V.double())
+
+
+def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
+    """Gaussian factors of the same shapes as ``heads`` (rank ``d_h``)."""
+    g = torch.Generator().manual_seed(seed)
+    return HeadTransports(torch.randn(heads.U.shape, generator=g, dtype=torch.float64),
+                          torch.randn(heads.V.shape, generator=g, dtype=torch.float64))
+
+
+def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
+    """Per head, the rank-``d_h`` scaled partial isometry defect (D5), from the factors."""
+    from .laplacian import isometry_defect
+
+    return isometry_defect(HeadTransports(heads.U.double(), heads.V.double()))
+
+
+# ------------------------------------------------------------------------ statistics
+def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0):
+    """Percentile bootstrap interval of the mean over the first axis (passages)."""
+    values = torch.as_tensor(values, dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, values.shape[0], (n_boot, values.shape[0]), generator=g)
+    means = values[idx].mean(1)
+    lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
+    return values.mean(0), torch.quantile(means, lo, dim=0), torch.quantile(means, hi, dim=0)
+
+
+def spearman(x, y) -> tuple[float, float]:
+    """Spearman's rho and its two-sided p-value (scipy)."""
+    from scipy.stats import spearmanr
+
+    r = spearmanr(x, y)
+    return float(r.statistic), float(r.pvalue)

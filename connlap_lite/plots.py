@@ -1,0 +1,37 @@
+"""Figures shared by the empirical chapters and the command line.
+
+Chapters: *E1*, *E2*, *E3*.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+
+from .analysis import layer_curve
+
+STYLE = {"trained": dict(color="C0", lw=2), "random": dict(color="C0", lw=2),
+         "random0": dict(color="0.45", ls="--"), "random1": dict(color="0.65", ls="--"),
+         "shuffled": dict(color="C1", ls=":")}
+
+
+def layer_curves(reports: list[dict], metric: str, conditions=("trained", "random0", "random1", "shuffled"),
+                 *, axes=None, ylabel: str | None = None):
+    """One panel per report: ``metric`` per layer (relative depth) with 95% bootstrap bands, against the nulls."""
+    if axes is None:
+        fig, axes = plt.subplots(1, len(reports), figsize=(3.2 * len(reports), 2.8), squeeze=False, sharey=True)
+        axes = axes[0]
+    else:
+        fig = axes[0].figure
+    for ax, rep in zip(axes, reports):
+        for cond in conditions:
+            if metric not in rep["conditions"].get(cond, {}):
+                continue
+            mean, lo, hi = layer_curve(rep, metric, cond)
+            x = list(range(len(mean)))
+            ax.plot(x, mean, label=cond, **STYLE.get(cond, {}))
+            ax.fill_between(x, lo, hi, color=STYLE.get(cond, {}).get("color", "C0"), alpha=0.15, lw=0)
+        ax.set_title(rep["model"], fontsize=10)
+        ax.set_xlabel("layer")
+    axes[0].set_ylabel(ylabel or metric)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig

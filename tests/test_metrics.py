@@ -1,0 +1,152 @@
+"""Metrics for E1/E2 (connlap_lite.metrics) and the analyze command line."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from connlap_lite import HeadTransports, isometry_defect
+from connlap_lite import metrics as M
+
+
+def stochastic(n, seed, causal=False):
+    g = torch.Generator().manual_seed(seed)
+    P = torch.rand(n, n, generator=g, dtype=torch.float64)
+    if causal:
+        P = P.tril()
+    return P / P.sum(1, keepdim=True)
+
+
+def test_walk_distance_and_normalisation():
+    P, Q = stochastic(6, 0), stochastic(6, 1)
+    assert float(M.walk_distance(P, P)) == 0
+    expected = np.mean([0.5 * (P[i] - Q[i]).abs().sum().item() for i in range(6)])
+    assert abs(float(M.walk_distance(P, Q)) - expected) < 1e-15
+    U = M.uniform_walk(6, causal=True)
+    assert torch.allclose(U.sum(1), torch.ones(6, dtype=torch.float64)) and float(U.triu(1).abs().sum()) == 0
+    scale = 0.5 * (M.walk_distance(P, M.uniform_walk(6, False)) + M.walk_distance(Q, M.uniform_walk(6, False)))
+    assert abs(float(M.normalised_walk_distance(P, Q, False)) - expected / float(scale)) < 1e-12
+    with pytest.raises(ValueError, match="same tokens"):
+        M.walk_distance(P, stochastic(5, 0))
+
+
+def test_sym_spectrum_in_0_2_and_spectral_distance():
+    for causal in (False, True):
+        ev = M.sym_spectrum(stochastic(8, 2, causal))
+        assert ev.min() > -1e-12 and ev.max() < 2 + 1e-12
+    P = stochastic(8, 3)
+    assert float(M.spectral_distance(P, P)) == 0
+    assert float(M.spectral_distance(P, M.uniform_walk(8, False))) > 0
+
+
+def test_sinks():
+    P = stochastic(5, 4)
+    assert abs(float(M.sink_mass(P, [0])) - float(P[1:, 0].mean())) < 1e-15
+    Q = M.without_sinks(P, [0, 4])
+    assert float(Q[:, [0, 4]].abs().sum()) == 0 and torch.allclose(Q.sum(1), torch.ones(5, dtype=torch.float64))
+    causal = stochastic(4, 5, causal=True)
+    R = M.without_sinks(causal, [0])
+    assert float(R[0, 0]) == 1.0        # the first query had only the sink: keeps a self-loop
+    assert M.sink_columns(10, encoder=True) == [0, 9] and M.sink_columns(10, encoder=False) == [0]
+
+
+def test_reversibility_of_teleported_walks():
+    w = torch.rand(6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
+    w = w + w.T
+    P = w / w.sum(1, keepdim=True)
+    assert float(M.reversibility(P)) < 1e-10
+    pi = M.stationary(P)
+    assert torch.allclose(pi, w.sum(1) / w.sum())
+    assert float(M.reversibility(M.teleport(stochastic(6, 7, causal=True)))) > 0.05
+    with pytest.raises(ValueError, match="alpha must be in"):
+        M.teleport(P, 1.5)
+
+
+def test_rank_free_defect_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        s = np.sort(rng.random(6) * 3)[::-1].copy()
+        brute = min(np.sqrt(((s[:k] - s[:k].mean()) ** 2).sum() + (s[k:] ** 2).sum()) / np.linalg.norm(s)
+                    for k in range(1, 7))
+        assert abs(float(M.rank_free_defect(torch.tensor(s))) - brute) < 1e-12
+    assert float(M.rank_free_defect(torch.tensor([2.0, 2.0, 0.0]))) < 1e-12
+
+
+def test_gated_singular_values_match_dense():
+    g = torch.Generator().manual_seed(8)
+    H, G, d, r = 4, 2, 10, 2
+    U, V = torch.randn(G * 2, d, r, generator=g, dtype=torch.float64), torch.randn(G, r, d, generator=g, dtype=torch.float64)
+    groups = torch.arange(H) // (H // G)
+    heads = HeadTransports(U, V[groups])
+    w = torch.rand(3, H, generator=g, dtype=torch.float64)
+    dense = torch.einsum("mh,hde->mde", w, heads.dense())
+    expected = torch.linalg.svdvals(dense)[:, :G * r]
+    assert torch.allclose(M.gated_singular_values(w, heads, groups), expected, atol=1e-12)
+
+
+def test_data_isometry_defect_zero_for_scaled_partial_isometry():
+    q, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))
+    U, V = (3 * q[:, :3])[None], q[:, 3:6].T[None]
+    heads = HeadTransports(U, V)
+    X = torch.randn(50, 8, dtype=torch.float64)
+    assert float(M.data_isometry_defect(heads, X)[0]) < 1e-12
+    stretched = HeadTransports(U * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), V)
+    assert float(M.data_isometry_defect(stretched, X)[0]) > 0.1
+
+
+def test_copy_score_and_nulls():
+    q, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))
+    proj = HeadTransports((2 * q[:, :4])[None], q[:, :4].T[None])
+    assert abs(float(M.copy_score(proj)[0]) - 1) < 1e-12
+    heads = HeadTransports(torch.randn(3, 8, 4, dtype=torch.float64), torch.randn(3, 4, 8, dtype=torch.float64))
+    rot = M.rotation_null(heads, seed=1)
+    # rotating the factors keeps each factor's singular values
+    assert torch.allclose(torch.linalg.svdvals(rot.U), torch.linalg.svdvals(heads.U))
+    gauss = M.gaussian_null(heads, seed=1)
+    assert gauss.U.shape == heads.U.shape
+    assert torch.allclose(M.scaled_isometry_defect(heads), torch.as_tensor(isometry_defect(heads.dense().numpy())))
+    gain = torch.rand(8, dtype=torch.float64) + 0.5
+    folded = M.fold_gain(heads, gain)
+    assert torch.allclose(folded.dense(), heads.dense() * gain)
+
+
+def test_bootstrap_and_spearman():
+    v = torch.arange(10, dtype=torch.float64)
+    m, lo, hi = M.bootstrap_ci(v, n_boot=500)
+    assert float(m) == 4.5 and float(lo) < 4.5 < float(hi)
+    rho, p = M.spearman(range(6), [1, 2, 3, 4, 5, 6])
+    assert rho == pytest.approx(1.0) and p < 0.01
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "connlap_lite", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_rejects_bad_arguments(tmp_path):
+    r = run_cli("analyze", "minilm-l6", "--passages", "1")
+    assert r.returncode == 2 and "--passages must be at least 2" in r.stderr
+    r = run_cli("analyze", "minilm-l6", "--texts", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run_cli("analyze", "minilm-l6", "--json", str(tmp_path))
+    assert r.returncode == 2 and "is a folder" in r.stderr
+    r = run_cli("analyze")
+    assert r.returncode == 2 and "model" in r.stderr
+    r = run_cli("analyze", "no-such-model-here", "--no-cache")
+    assert r.returncode == 1 and "Offline short names" in r.stderr
+
+
+def test_cli_analyze_offline_model(tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("\n\n".join(["The connection walk carries each message along its edge. " * 20] * 3))
+    out = tmp_path / "r.json"
+    r = run_cli("analyze", "minilm-l6", "--texts", str(texts), "--passages", "3", "--tokens", "16",
+                "--json", str(out), "--no-cache")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled", "random0", "random1"}
+    assert len(rep["conditions"]["trained"]["head_defect"]) == 6
+    assert len(rep["conditions"]["trained"]["tv"]) == 5
+    assert "head_defect" in r.stdout
