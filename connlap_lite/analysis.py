@@ -28,7 +28,7 @@ EDGES = 4            # heaviest non-sink edges per passage for the edge-transpor
 EDGE_PASSAGES = 4    # passages whose edges are measured
 WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink"]
 STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink"]
-HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy"]
+HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
 DATA_METRICS = ["data_defect", "edge_defect"]
 
 
@@ -51,6 +51,18 @@ def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:
         perm = torch.randperm(hi - lo, generator=g) + lo
         row[lo:hi] = row[perm]
     return {"input_ids": ids, "attention_mask": batch["attention_mask"].clone()}
+
+
+def quantise_q4(model):
+    """Round-trip every ``nn.Linear`` weight of ``model`` through 4-bit block quantisation, in place.
+
+    Shows how much GGUF's Q4 quantisation could move a metric (METHODS: quantised weights).
+    """
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.weight.copy_(M.q4_roundtrip(module.weight))
+    return model
 
 
 def parameter_counts(model) -> tuple[int, int]:
@@ -134,6 +146,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
             res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
             res["head_defect_gaussian"].append(M.scaled_isometry_defect(M.gaussian_null(heads, lw.layer)).tolist())
         res["copy"].append(M.copy_score(heads).tolist())
+        res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
         res["data_defect"].append([float(M.data_isometry_defect(heads, X[i]).mean()) for i in range(X.shape[0])])
         res["edge_defect"].append(_edge_defects(lw, sinks).tolist())
@@ -148,7 +161,7 @@ def _key(name: str, **kw) -> str:
 
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1),
-            shuffle: bool = True, random_init: bool = False, texts: list[str] | None = None,
+            shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             device: str = "cpu", cache: bool = True, progress: bool = False) -> dict:
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
@@ -159,12 +172,14 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     Chapters: *E1*, *E2*, *E3*.
     """
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=list(random_seeds),
-                shuffle=shuffle, random_init=random_init, texts=texts)
+                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts)
     path = cache_dir() / "measurements" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
     if cache and path.exists():
         return json.loads(path.read_text())
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
+    if q4:
+        quantise_q4(model)
     adapter = adapter_for(model)
     encoder = not adapter.mask(model, 0)["causal"]
     batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=texts)
@@ -173,7 +188,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     report = {"model": name, "family": model.config.model_type, "encoder": encoder,
               "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
               "parameters": total, "non_embedding_parameters": non_embedding,
-              "passages": n_passages, "tokens": n_tokens, "seed": seed, "conditions": {}}
+              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "conditions": {}}
     label = "random" if random_init else "trained"
     report["conditions"][label] = measure(model, batch, encoder=encoder, progress=progress)
     if shuffle:

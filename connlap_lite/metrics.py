@@ -27,7 +27,8 @@ E2, transports become scaled isometries:
 ``rank_free_defect(s)``           distance to the nearest scaled partial isometry of any rank;
 ``data_isometry_defect``          coefficient of variation of the gains ``|T x| / |P_V x|``
                                   on the actual token vectors ``x`` entering the layer;
-``copy_score``                    ``tr T / (sqrt(d_h) ||T||_F)``: how much a head copies.
+``copy_score``                    ``tr T / (sqrt(d_h) ||T||_F)``: how much a head copies;
+``read_write_overlap``            overlap of a head's write and read subspaces (P3).
 
 Chapters: *E1*, *E2*, *E3*.
 """
@@ -182,7 +183,7 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     U, V, X = heads.U.to(dt), heads.V.to(dt), X.to(dt)
     Qv, _ = torch.linalg.qr(V.transpose(1, 2))                 # (H, d, d_h) basis of the read space
     read = torch.einsum("nd,hdr->hnr", X, Qv).norm(dim=-1)     # |P_h x|
-    out = torch.einsum("hdr,hre,ne->hnd", U, V, X).norm(dim=-1)
+    out = torch.einsum("hdr,hnr->hnd", U, torch.einsum("hre,ne->hnr", V, X)).norm(dim=-1)
     gain = out / read.clamp_min(1e-300)
     return gain.std(-1) / gain.mean(-1)
 
@@ -194,6 +195,26 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
     tr = torch.einsum("hdr,hrd->h", U, V)
     fro = torch.linalg.norm(U @ V, dim=(-2, -1))
     return tr / (math.sqrt(U.shape[-1]) * fro)
+
+
+def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
+    """Per head, ``||Q_U^T Q_V||_F^2 / d_h`` in [0, 1]: how much the write space ``span U_h``
+    overlaps the read space ``span V_h^T`` (1: the head maps its value sub-bundle to itself, P3)."""
+    dt = torch.float64
+    Qu, _ = torch.linalg.qr(heads.U.to(dt))
+    Qv, _ = torch.linalg.qr(heads.V.to(dt).transpose(1, 2))
+    return (Qu.transpose(1, 2) @ Qv).pow(2).sum((-2, -1)) / heads.U.shape[-1]
+
+
+def q4_roundtrip(W: torch.Tensor, block: int = 32) -> torch.Tensor:
+    """Symmetric 4-bit block quantisation and back (like GGUF's Q4_0): per block of ``block``
+    input weights, ``scale = max|w| / 7``, ``q = clip(round(w / scale), -8, 7)``, ``w' = q scale``."""
+    out, inp = W.shape
+    pad = (-inp) % block
+    Wp = torch.nn.functional.pad(W.float(), (0, pad)).reshape(out, -1, block)
+    scale = Wp.abs().amax(-1, keepdim=True) / 7
+    q = torch.where(scale > 0, Wp / scale.clamp_min(1e-30), torch.zeros_like(Wp)).round().clamp(-8, 7)
+    return (q * scale).reshape(out, -1)[:, :inp].to(W.dtype)
 
 
 def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:

@@ -10,7 +10,9 @@ short name             what it is (packages in MODELS.md; loads with no network)
 ``qwen2.5-coder-1.5b`` Qwen2.5-Coder-1.5B-Instruct, GQA (GGUF, 22 raw chunks; full build only)
 =====================  ================================================================
 
-GGUF weights are dequantised to float on load, so they carry quantisation noise.
+GGUF weights are dequantised to float on load, so they carry quantisation noise.  The
+first load of a GGUF model saves the dequantised float32 weights in the cache
+(``converted/``), and later loads read that copy.
 Chunked GGUF files are assembled once into the cache folder (``$CONNLAP_CACHE`` or
 ``~/.cache/connlap_lite``), written to a temporary file and renamed only after their
 sha256 matches: a torn or partial file is rebuilt, never loaded.
@@ -129,6 +131,41 @@ def _source(name: str) -> tuple[str, dict]:
     return str(path.parent), {"gguf_file": path.name}
 
 
+def _converted(name: str, folder: str, extra: dict, auto) -> tuple[str, dict]:
+    """A GGUF model dequantised once and saved as float32 safetensors in the cache.
+
+    Dequantising a GGUF file takes tens of seconds on a CPU; the saved copy loads in
+    seconds and holds exactly the same (dequantised) weights.  The copy is written to a
+    temporary folder and renamed when complete, so a torn copy is never loaded.
+    """
+    import shutil
+
+    gguf = Path(folder) / extra["gguf_file"]
+    stamp = f"{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
+    target = cache_dir() / "converted" / f"{name}-{stamp}"
+    if (target / "complete").exists():
+        return str(target), {}
+    from transformers import AutoTokenizer
+
+    model = auto.from_pretrained(folder, attn_implementation="eager", **extra)
+    tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+    tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    from safetensors.torch import save_model
+
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config          # the weights are plain floats now
+    config.save_pretrained(tmp)
+    save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(tmp)
+    (tmp / "complete").write_text(str(gguf))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp, target)
+    return str(target), {}
+
+
 def _is_encoder(config) -> bool:
     archs = getattr(config, "architectures", None) or []
     if any("CausalLM" in a or "LMHead" in a for a in archs):
@@ -178,6 +215,8 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         if dtype is not None:
             model = model.to(dtype)
     else:
+        if "gguf_file" in extra:
+            folder, extra = _converted(name, folder, extra, auto)
         kw = {"attn_implementation": "eager", **extra}
         if dtype is not None:
             kw["dtype"] = dtype

@@ -150,3 +150,48 @@ def test_cli_analyze_offline_model(tmp_path):
     assert len(rep["conditions"]["trained"]["head_defect"]) == 6
     assert len(rep["conditions"]["trained"]["tv"]) == 5
     assert "head_defect" in r.stdout
+
+
+def test_read_write_overlap_and_q4():
+    q, _ = torch.linalg.qr(torch.randn(8, 8, dtype=torch.float64))
+    same = HeadTransports(q[:, :3][None], q[:, :3].T[None])
+    apart = HeadTransports(q[:, :3][None], q[:, 3:6].T[None])
+    assert abs(float(M.read_write_overlap(same)[0]) - 1) < 1e-12
+    assert float(M.read_write_overlap(apart)[0]) < 1e-12
+    W = torch.randn(6, 70)
+    Wq = M.q4_roundtrip(W)
+    assert Wq.shape == W.shape and 0 < float((Wq - W).norm() / W.norm()) < 0.2
+    blocks = Wq[:, :32] / (W[:, :32].abs().amax(1, keepdim=True) / 7)
+    assert torch.allclose(blocks, blocks.round(), atol=1e-4)     # 16 levels per block
+
+
+def fake_report(name, params, encoder, falls=True, L=6, seed=0):
+    rng = np.random.default_rng(seed)
+    depth = np.arange(L - 1)
+    tv = [list((1.0 - 0.15 * l if falls else 0.3 + 0.1 * l) + 0.01 * rng.random(4)) for l in depth]
+    flat = [list(1.2 + 0.01 * rng.random(4)) for _ in depth]
+    heads = [list(0.1 + 0.01 * rng.random(3)) for _ in range(L)]
+    nullh = [list(0.3 + 0.01 * rng.random(3)) for _ in range(L)]
+    data = [list(0.05 + 0.01 * rng.random(4)) for _ in range(L)]
+    nulld = [list(0.2 + 0.01 * rng.random(4)) for _ in range(L)]
+    null = {"tv_norm_nosink": flat, "head_defect": nullh, "data_defect": nulld}
+    return {"model": name, "parameters": params, "encoder": encoder,
+            "conditions": {"trained": {"tv_norm_nosink": tv, "head_defect": heads, "head_defect_gaussian": nullh,
+                                       "data_defect": data},
+                           "random0": null, "random1": null}}
+
+
+def test_scorecard_rules():
+    from connlap_lite import scorecard as S
+    good = fake_report("a", 1e8, False)
+    assert S.e1(good)["verdict"] == "holds" and S.e2(good)["verdict"] == "holds"
+    bad = fake_report("b", 1e9, False, falls=False)
+    assert S.e1(bad)["verdict"] == "partly"          # rises with depth but stays below the null
+    reps = [fake_report(f"m{k}", 10 ** (8 + k), False, seed=k) for k in range(3)]
+    for k, r in enumerate(reps):                    # the defect shrinks with size
+        r["conditions"]["trained"]["head_defect"] = [[0.3 - 0.1 * k] * 3 for _ in range(6)]
+    row = S.e3(reps, "head_defect")
+    assert row["verdict"] == "holds" and row["hi"] < 0 and abs(row["slope"] + 0.1) < 1e-9
+    assert S.e3(reps[:2], "head_defect")["verdict"] == "not testable"
+    card = S.scorecard(reps + [fake_report("enc", 2e7, True)])
+    assert {(r["claim"], r["structure"]) for r in card} >= {("E1", "encoder"), ("E2", "decoder"), ("E3", "decoder")}

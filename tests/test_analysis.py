@@ -1,0 +1,48 @@
+"""`python -m connlap_lite analyze smollm2-135m --json` against an independent computation from raw weights."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def smollm2_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "out.json"
+    r = subprocess.run([sys.executable, "-m", "connlap_lite", "analyze", "smollm2-135m", "--passages", "2",
+                        "--tokens", "24", "--json", str(out), "--no-cache"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_cli_agrees_with_raw_weights(smollm2_report):
+    from connlap_lite import load_model, passages
+
+    rep = smollm2_report
+    model, tok = load_model("smollm2-135m")
+    sd = {k: v.double().numpy() for k, v in model.state_dict().items() if "self_attn" in k or "input_layernorm" in k}
+    H, G, d = model.config.num_attention_heads, model.config.num_key_value_heads, model.config.hidden_size
+    dh = d // H
+    assert rep["layers"] == model.config.num_hidden_layers and rep["heads"] == H and rep["groups"] == G
+    for layer in (0, 14, 29):
+        Wv = sd[f"model.layers.{layer}.self_attn.v_proj.weight"]
+        Wo = sd[f"model.layers.{layer}.self_attn.o_proj.weight"]
+        gain = sd[f"model.layers.{layer}.input_layernorm.weight"]
+        for h in range(H):
+            g = h // (H // G)
+            T = Wo[:, h * dh:(h + 1) * dh] @ Wv[g * dh:(g + 1) * dh]
+            for key, M in (("head_defect", T), ("head_defect_gain", T * gain[None, :])):
+                s = np.linalg.svd(M, compute_uv=False)[:dh]
+                eps = np.sqrt(1 - s.sum() ** 2 / (dh * (s ** 2).sum()))
+                assert abs(rep["conditions"]["trained"][key][layer][h] - eps) < 1e-6
+    # the sink mass from Hugging Face's own attention output (output_attentions=True), not our hooks
+    batch = passages(tok, 2, 24, seed=0)
+    with torch.no_grad():
+        att = model(**batch, output_attentions=True).attentions
+    for layer in (0, 14, 29):
+        P = att[layer].double().mean(1)
+        sink = P[:, 1:, 0].mean(1).numpy()
+        assert np.allclose(rep["conditions"]["trained"]["sink"][layer], sink, atol=1e-5)
