@@ -148,15 +148,17 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
         res["copy"].append(M.copy_score(heads).tolist())
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
-        res["data_defect"].append([float(M.data_isometry_defect(heads, X[i]).mean()) for i in range(X.shape[0])])
+        res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
         res["edge_defect"].append(_edge_defects(lw, sinks).tolist())
     return {k: v for k, v in res.items() if v}
 
 
+# Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
+SCHEMA = "2026-11-30.1"
+
+
 def _key(name: str, **kw) -> str:
-    here = Path(__file__).parent
-    src = b"".join((here / f).read_bytes() for f in ("analysis.py", "metrics.py", "extraction.py"))
-    blob = json.dumps({"name": name, **kw}, sort_keys=True).encode() + src
+    blob = json.dumps({"name": name, "schema": SCHEMA, **kw}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -185,7 +187,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=texts)
     total, non_embedding = parameter_counts(model)
     H, G = adapter.shape(model)
-    report = {"model": name, "family": model.config.model_type, "encoder": encoder,
+    report = {"schema": SCHEMA, "model": name, "family": model.config.model_type, "encoder": encoder,
               "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
               "parameters": total, "non_embedding_parameters": non_embedding,
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "conditions": {}}

@@ -108,15 +108,16 @@ def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
 
 
 def stationary(P: torch.Tensor) -> torch.Tensor:
-    """Stationary distribution of an irreducible row-stochastic ``P`` by power iteration (batched)."""
+    """Stationary distribution of an irreducible row-stochastic ``P`` (batched).
+
+    Solves ``(I - P^T + 1 1^T) pi = 1``: for an irreducible chain the matrix is invertible
+    and its solution is the unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.
+    """
     P = P.double()
-    pi = torch.full(P.shape[:-1], 1.0 / P.shape[-1], dtype=P.dtype, device=P.device)
-    for _ in range(1000):
-        new = torch.einsum("...i,...ij->...j", pi, P)
-        if float((new - pi).abs().max()) < 1e-13:
-            return new
-        pi = new
-    return pi
+    n = P.shape[-1]
+    eye = torch.eye(n, dtype=P.dtype, device=P.device)
+    A = eye - P.transpose(-1, -2) + 1.0
+    return torch.linalg.solve(A, torch.ones(P.shape[:-1], dtype=P.dtype, device=P.device))
 
 
 def reversibility(P: torch.Tensor) -> torch.Tensor:
@@ -177,13 +178,14 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
 
     ``P_h`` projects onto the head's read subspace (the row space of ``V_h``), so a scaled
     partial isometry gives the same gain to every token: 0.  Measured on the token vectors
-    that actually enter the layer, not on all of ``R^d``.
+    that actually enter the layer, not on all of ``R^d``.  ``X`` is ``(n, d)`` or a batch
+    ``(B, n, d)`` of passages; the result is ``(H,)`` or ``(B, H)``.
     """
     dt = torch.float64
     U, V, X = heads.U.to(dt), heads.V.to(dt), X.to(dt)
     Qv, _ = torch.linalg.qr(V.transpose(1, 2))                 # (H, d, d_h) basis of the read space
-    read = torch.einsum("nd,hdr->hnr", X, Qv).norm(dim=-1)     # |P_h x|
-    out = torch.einsum("hdr,hnr->hnd", U, torch.einsum("hre,ne->hnr", V, X)).norm(dim=-1)
+    read = torch.einsum("...nd,hdr->...hnr", X, Qv).norm(dim=-1)     # |P_h x|
+    out = torch.einsum("hdr,...hnr->...hnd", U, torch.einsum("hre,...ne->...hnr", V, X)).norm(dim=-1)
     gain = out / read.clamp_min(1e-300)
     return gain.std(-1) / gain.mean(-1)
 
