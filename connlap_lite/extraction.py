@@ -121,6 +121,17 @@ def _as_batch(batch, device):
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
 
 
+def _forward_options(model) -> dict:
+    """No key/value cache; and for a language model, logits for the last token only (the LM
+    head over the whole passage is wasted work here)."""
+    import inspect
+
+    options = {"use_cache": False}
+    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+        options["logits_to_keep"] = 1
+    return options
+
+
 def _device_of(model):
     return next(model.parameters()).device
 
@@ -154,7 +165,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
     H, G = adapter.shape(model)
     with torch.no_grad():
         with captured_inputs(model, modules) as saved:
-            model(**inputs, use_cache=False)
+            model(**inputs, **_forward_options(model))
         saved = {l: saved[l] for l in chosen}
         tokens = inputs["attention_mask"].bool()
         steps = chosen

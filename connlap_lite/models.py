@@ -131,7 +131,38 @@ def _source(name: str) -> tuple[str, dict]:
     return str(path.parent), {"gguf_file": path.name}
 
 
-def _converted(name: str, folder: str, extra: dict, auto) -> tuple[str, dict]:
+def _converted_dir(name: str) -> Path:
+    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in OFFLINE[name][0])
+    return cache_dir() / "converted" / f"{name}-{slug}"
+
+
+def _offline(name: str) -> tuple[str, dict]:
+    """Folder and keywords for an offline model; a GGUF model is read from its converted copy."""
+    if name == "minilm-l6":
+        return _source(name)
+    target = _converted_dir(name)
+    if (target / "complete").exists() and _readable(target):
+        return str(target), {}
+    folder, extra = _source(name)
+    return _converted(name, folder, extra)
+
+
+def _readable(target: Path) -> bool:
+    """A converted copy whose safetensors header parses; a torn copy is removed, to be rebuilt."""
+    import shutil
+
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(target / "model.safetensors"), framework="pt") as f:
+            f.keys()
+        return True
+    except Exception:
+        shutil.rmtree(target, ignore_errors=True)
+        return False
+
+
+def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
     """A GGUF model dequantised once and saved as float32 safetensors in the cache.
 
     Dequantising a GGUF file takes tens of seconds on a CPU; the saved copy loads in
@@ -141,12 +172,10 @@ def _converted(name: str, folder: str, extra: dict, auto) -> tuple[str, dict]:
     import shutil
 
     gguf = Path(folder) / extra["gguf_file"]
-    stamp = f"{gguf.stat().st_size}-{int(gguf.stat().st_mtime)}"
-    target = cache_dir() / "converted" / f"{name}-{stamp}"
-    if (target / "complete").exists():
-        return str(target), {}
-    from transformers import AutoTokenizer
+    target = _converted_dir(name)
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    auto = AutoModel if _is_encoder(AutoConfig.from_pretrained(folder, **extra)) else AutoModelForCausalLM
     model = auto.from_pretrained(folder, attn_implementation="eager", **extra)
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
@@ -197,7 +226,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a model short name or id, got {name!r}; offline names: {sorted(OFFLINE)}")
     if name in OFFLINE:
-        folder, extra = _source(name)
+        folder, extra = _offline(name)
     elif Path(name).exists():
         folder, extra = name, {}
     else:
@@ -215,8 +244,6 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         if dtype is not None:
             model = model.to(dtype)
     else:
-        if "gguf_file" in extra:
-            folder, extra = _converted(name, folder, extra, auto)
         kw = {"attn_implementation": "eager", **extra}
         if dtype is not None:
             kw["dtype"] = dtype

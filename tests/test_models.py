@@ -1,0 +1,69 @@
+"""The model zoo's file handling: chunked GGUF assembly, checksums, torn files, clear errors."""
+import hashlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from connlap_lite import models
+
+
+@pytest.fixture
+def fake_chunks(tmp_path, monkeypatch):
+    data = [b"GGUF" + bytes(range(200)), bytes(range(100, 250)) * 3]
+    for k, blob in enumerate(data, 1):
+        pkg = tmp_path / "site" / f"fakepart{k}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"part{k:02d}.bin").write_bytes(blob)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(data)
+    spec = models.Chunked("fakepart{k}", "data/part{k:02d}.bin", 2, len(whole),
+                          hashlib.sha256(whole).hexdigest(), "fake.gguf")
+    monkeypatch.setitem(models.OFFLINE, "fake", ("fakepart1..2==0", "decoder"))
+    return spec, whole, tmp_path / "cache"
+
+
+def test_assemble_joins_and_checks(fake_chunks):
+    spec, whole, cache = fake_chunks
+    path = models.assemble(spec, "fake", folder=cache)
+    assert path.read_bytes() == whole
+    assert not list(cache.glob("*.part-*"))          # no temporary file left behind
+
+
+def test_torn_file_is_rebuilt_not_loaded(fake_chunks):
+    spec, whole, cache = fake_chunks
+    path = models.assemble(spec, "fake", folder=cache)
+    path.write_bytes(whole[:50])                      # a torn copy
+    assert models.assemble(spec, "fake", folder=cache).read_bytes() == whole
+    path.write_bytes(b"X" * len(whole))               # right size, wrong bytes
+    assert models.assemble(spec, "fake", folder=cache).read_bytes() == whole
+
+
+def test_bad_chunks_are_refused(fake_chunks):
+    spec, whole, cache = fake_chunks
+    bad = models.Chunked(spec.module, spec.chunk, 2, spec.size, "0" * 64, "bad.gguf")
+    with pytest.raises(OSError, match="expected"):
+        models.assemble(bad, "fake", folder=cache)
+    assert not (cache / "bad.gguf").exists()
+    missing = models.Chunked("nosuchpkg{k}", spec.chunk, 2, spec.size, spec.sha256, "m.gguf")
+    with pytest.raises(ModuleNotFoundError, match="requirements-models.txt"):
+        models.assemble(missing, "fake", folder=cache)
+
+
+def test_torn_converted_copy_is_removed(tmp_path):
+    target = tmp_path / "conv"
+    target.mkdir()
+    (target / "model.safetensors").write_bytes(b"\x10\x00\x00\x00garbage")
+    (target / "complete").write_text("x")
+    assert models._readable(target) is False
+    assert not target.exists()
+
+
+def test_unknown_name_error_names_the_offline_models(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OSError, match="Offline short names: minilm-l6, smollm2-135m"):
+        models.load_model("surely-not-a-model-id")
+    with pytest.raises(TypeError, match="name must be"):
+        models.load_model("")
