@@ -4,7 +4,6 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
