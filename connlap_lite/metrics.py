@@ -159,8 +159,8 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     scaled = weights.to(dt)[:, :, None, None] * U[None]                      # (m, H, d, d_h)
     Ug = torch.zeros(scaled.shape[0], G, *U.shape[1:], dtype=dt, device=U.device)
     Ug = Ug.index_add_(1, groups.to(U.device), scaled).permute(0, 2, 1, 3).flatten(-2)   # (m, d, G d_h)
-    _, Ru = torch.linalg.qr(Ug)
-    _, Rv = torch.linalg.qr(Vg.T)
+    _, Ru = torch.linalg.qr(Ug, mode="r")
+    _, Rv = torch.linalg.qr(Vg.T, mode="r")
     return torch.linalg.svdvals(Ru @ Rv.T)
 
 

@@ -87,8 +87,8 @@ class HeadTransports:
         """
         if self._sv is None:
             dt = compute_dtype(self.U)
-            _, Ru = torch.linalg.qr(self.U.to(dt))
-            _, Rv = torch.linalg.qr(self.V.to(dt).transpose(1, 2))
+            _, Ru = torch.linalg.qr(self.U.to(dt), mode="r")
+            _, Rv = torch.linalg.qr(self.V.to(dt).transpose(1, 2), mode="r")
             self._sv = torch.linalg.svdvals(Ru @ Rv.transpose(1, 2))
         return self._sv
 
