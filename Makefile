@@ -5,9 +5,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
+# no tqdm progress widgets from transformers ("Loading weights") stored in the book's pages
+export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks html-strict clean
+.PHONY: install book test unit notebooks html-strict browser chromium student clean bench
 
 install: $(STAMP)
 
@@ -34,13 +36,33 @@ unit: install
 	$(PY) -m pytest -q --doctest-modules connlap_lite tests
 
 notebooks: install
-	$(PY) -m pytest -q --nbval-lax --nbval-current-env book
+	$(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0 book
 
 # A strict build (warnings are errors) in its own folder, with make test's smaller measurements.
 html-strict: install
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output _build/strict
 
-test: unit notebooks html-strict
+# Debian's headless Chromium and its driver, for the browser test; installed only when missing (sudo if not root).
+chromium:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	fi
+
+# Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
+browser: html-strict chromium
+	CONNLAP_SITE=_build/strict/_build/html $(PY) -m pytest -q tests/browser
+
+test: unit notebooks html-strict browser
+
+# The student edition: every notebook with its graded solutions emptied, in _build/student (book/ untouched).
+student: install
+	$(PY) -m connlap_lite.exercises student book _build/student
+
+# The performance appendix's numbers: every benchmark (one thread), then every notebook timed
+# (long; writes benchmarks/results/*.json). `python benchmarks/run.py --table` only prints the table.
+bench: install
+	OMP_NUM_THREADS=1 $(PY) benchmarks/run.py
 
 clean:
 	rm -rf _build

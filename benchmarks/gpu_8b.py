@@ -2,6 +2,10 @@
 
     python benchmarks/gpu_8b.py                       # 8B shape, bf16, cuda, n = 512 2048 8192
     python benchmarks/gpu_8b.py --tiny --device cpu   # the same code on a tiny config (run by the tests)
+    python benchmarks/gpu_8b.py --quick               # the same as --tiny --device cpu --dtype float32
+
+The full run writes ``benchmarks/results/gpu_8b.json`` (goal: n = 2048 analysed in under 24 GiB).
+Without a CUDA device it says "no GPU here" and leaves any numbers measured on a GPU in place.
 
 No download: the weights are random (the architecture is what costs time and memory).
 For each sequence length it prints, per layer, the seconds spent, the peak GPU memory,
@@ -12,9 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
 
 from connlap_lite import attention_walks, isometry_defect
 
@@ -87,21 +96,52 @@ def run(shape: dict, n_tokens: list[int], device: str, dtype: torch.dtype) -> di
     return report
 
 
+GOAL_GIB = 24.0
+REPRODUCE = "python benchmarks/gpu_8b.py   # on a machine with one CUDA GPU of at least 40 GB (bf16 8B weights: 15 GiB)"
+
+
+def goals(report: dict) -> list[dict]:
+    """The goal row: peak GPU memory at n = 2048 (None where that length was not run)."""
+    at = {r["n"]: r for r in report.get("runs", [])}
+    peak = at[2048]["peak_gib"] if 2048 in at else None
+    return [C.goal("gpu 8B: peak memory analysing n = 2048 (bf16)", peak, GOAL_GIB, "GiB",
+                   reason="" if peak is not None else report.get("status", "not run"))]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="a tiny Llama config (CPU test of the same code)")
+    ap.add_argument("--quick", action="store_true", help="--tiny --device cpu --dtype float32")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     ap.add_argument("--tokens", type=int, nargs="+", default=None)
-    ap.add_argument("--json", default=None, help="write the report here")
+    ap.add_argument("--json", default=None, help="write the report here (default for the full run: "
+                                                 "benchmarks/results/gpu_8b.json)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.tiny, args.device, args.dtype = True, "cpu", "float32"
+    target = Path(args.json) if args.json else (None if args.tiny else C.RESULTS / "gpu_8b.json")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        ap.error("--device cuda but no CUDA device is available; use --tiny --device cpu")
+        if args.tiny:
+            ap.error("--device cuda but no CUDA device is available; use --tiny --device cpu")
+        old = json.loads(target.read_text()) if target.exists() else {}
+        if old.get("runs"):
+            print(f"no GPU here; keeping the numbers measured on {old.get('device')} "
+                  f"({old.get('machine', {}).get('date_utc', '?')}) in {target}")
+            return old
+        report = {"quick": False, "status": "not run: no CUDA device on this machine", "reproduce": REPRODUCE,
+                  "shape": LLAMA3_8B, "tokens": args.tokens or [512, 2048, 8192], "runs": []}
+        report["goals"] = goals(report)
+        C.write("gpu_8b", report, target)
+        print(f"no GPU here: wrote {target} saying so; reproduce with: {REPRODUCE}")
+        return report
     tokens = args.tokens or ([32, 64] if args.tiny else [512, 2048, 8192])
     report = run(TINY if args.tiny else LLAMA3_8B, tokens, args.device, getattr(torch, args.dtype))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    report.update(quick=args.tiny, status="ran", reproduce=REPRODUCE)
+    report["goals"] = goals(report)
+    if target is not None:
+        C.write("gpu_8b", report, target)
+        C.print_goals(report)
     return report
 
 

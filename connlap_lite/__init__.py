@@ -11,6 +11,8 @@ module             idea
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
 ``text``           real English passages that ship with Python
+``widgets``        interactive explorers (ipywidgets); not imported here:
+                   ``from connlap_lite import widgets``
 =================  ==================================================
 
 Numpy in gives numpy out; torch in gives torch out.

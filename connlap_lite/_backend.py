@@ -52,10 +52,16 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
         if t.ndim not in allowed:
             want = " or ".join(str(k) for k in allowed)
             raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(t.shape)}")
-    if finite and not bool(torch.isfinite(t).all()):
+    if finite and t.numel() and not _all_finite(t):
         bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
         raise ValueError(f"{name} contains {bad}; pass finite values")
     return t
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one."""
+    lo, hi = torch.aminmax(t)
+    return bool(torch.isfinite(lo) & torch.isfinite(hi))
 
 
 def out(t: torch.Tensor, numpy: bool) -> Array:

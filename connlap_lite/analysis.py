@@ -20,7 +20,7 @@ import torch
 
 from . import metrics as M
 from .adapters import adapter_for
-from .extraction import attention_walks
+from .extraction import attention_walks, head_transports
 from .models import cache_dir, load_model
 from .text import passages as make_passages
 
@@ -97,7 +97,7 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
     return {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
             "spec": M.spectral_distance(P, Q), "tv_nosink": M.walk_distance(Pn, Qn),
-            "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal), "spec_nosink": M.spectral_distance(Pn, Qn)}
+            "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": M.spectral_distance(Pn, Qn)}
 
 
 def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
@@ -154,7 +154,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-11-30.1"
+SCHEMA = "2026-11-30.2"
 
 
 def _key(name: str, **kw) -> str:
@@ -189,6 +189,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     H, G = adapter.shape(model)
     report = {"schema": SCHEMA, "model": name, "family": model.config.model_type, "encoder": encoder,
               "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
+              "head_dim": int(head_transports(model, 0).U.shape[-1]),
               "parameters": total, "non_embedding_parameters": non_embedding,
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "conditions": {}}
     label = "random" if random_init else "trained"

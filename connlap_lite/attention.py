@@ -188,8 +188,10 @@ def attention_patterns(X, weights: AttentionWeights, *, causal: bool = False, ma
         Q = Q + w.b_q[:, None]
     if w.b_k is not None:
         K = K + w.b_k[:, None]
-    scores = Q @ K[g].transpose(1, 2) / math.sqrt(w.d_head)
-    A = torch.softmax(scores + _mask(X.shape[0], mask, causal, padding, bias, w.n_heads, X), dim=-1)
+    scores = (Q / math.sqrt(w.d_head)) @ K[g].transpose(1, 2)
+    if mask is not None or causal or padding is not None or bias is not None:
+        scores = scores + _mask(X.shape[0], mask, causal, padding, bias, w.n_heads, X)
+    A = torch.softmax(scores, dim=-1)
     return out(A, numpy)
 
 
@@ -241,9 +243,10 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
     if bool((A < 0).any()):
         raise ValueError("A must be nonnegative (attention probabilities)")
     S = A.sum(0)
-    gates = torch.where(S > 0, A / torch.where(S > 0, S, torch.ones_like(S)), torch.zeros_like(A))
+    # H * gamma^h = A^h * (H / S); where S = 0 every A^h is 0 (A >= 0), so the weight is 0 there too
+    scale = H / torch.where(S > 0, S, torch.ones_like(S))
     P = S / H
-    walk = ConnectionWalk(P, MixtureTransport(H * gates, heads), offset=offset)
+    walk = ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset)
     walk._numpy = numpy
     return walk
 

@@ -1,15 +1,19 @@
 """Streaming extraction: a real model's attention layers as connection walks, one layer at a time.
 
-The model runs once with a pre-hook on every attention module that keeps the module's
-inputs (the hidden states after the pre-attention norm, the mask, the rotary tables).
-The hooks live in a context manager and are gone before the first layer is yielded,
-whatever happens.  Each layer's attention module is then run again on its saved
-inputs, so only one layer's ``(B, H, n, n)`` attention is alive at a time.
+The model runs once, in a worker thread, with a hook on every attention module that hands
+the module's inputs (the hidden states after the pre-attention norm) and its output (the
+attention it computed) to the reader and waits until the reader asks for the next layer.
+So no module runs twice and only one layer's ``(B, H, n, n)`` attention is alive at a
+time.  The hooks and the thread live in a context manager: when the reader stops early or
+fails, the forward is stopped at its next attention module, and the hooks are removed,
+whatever happens.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
+import queue
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -40,20 +44,69 @@ def head_transports(model, layer: int) -> HeadTransports:
     return _factor(*adapter.value_output(model, layer), H, G)
 
 
+class _Stop(Exception):
+    """Raised inside the paused forward pass when the reader of the layers has stopped."""
+
+
 @contextmanager
-def captured_inputs(model, modules):
-    """Keep each module's call ``(args, kwargs)`` while the block runs; hooks always removed."""
-    saved: dict[int, tuple] = {}
+def streamed_layers(model, modules, chosen, inputs: dict):
+    """Run ``model(**inputs)`` in a worker thread that pauses after each chosen module.
+
+    Yields an iterator of ``(index, args, kwargs, output)``, one per chosen module in the
+    model's order; the forward waits at that module until the iterator is asked for the
+    next one, so each module's output is alive only while its reader holds it.  An error
+    in the forward is raised by the iterator.  On exit (normal, early or by an error) a
+    forward still running is stopped at its next chosen module, the thread is joined and
+    the hooks are removed.
+    """
+    wanted = set(chosen)
+    handoff: queue.Queue = queue.Queue(maxsize=1)
+    resume: queue.Queue = queue.Queue()
+    go, stop, done = object(), object(), object()
 
     def hook(index):
-        def pre(module, args, kwargs):
-            saved[index] = (args, kwargs)
-        return pre
+        def post(module, args, kwargs, output):
+            # only the worker's forward pauses: the caller's own forwards pass straight through
+            if index in wanted and threading.current_thread() is thread:
+                handoff.put((index, args, kwargs, output))
+                if resume.get() is stop:
+                    raise _Stop
+        return post
 
-    handles = [m.register_forward_pre_hook(hook(i), with_kwargs=True) for i, m in enumerate(modules)]
+    def forward():
+        try:
+            with torch.no_grad():                       # grad mode is per thread
+                model(**inputs, **_forward_options(model))
+            handoff.put(done)
+        except _Stop:
+            pass
+        except BaseException as exc:                    # handed to the reader, raised there
+            handoff.put(exc)
+
+    def layers():
+        for k in range(len(wanted)):
+            if k:
+                resume.put(go)
+            item = handoff.get()
+            if isinstance(item, BaseException):
+                raise item
+            if item is done:
+                raise RuntimeError("the forward pass ended before reaching every chosen attention module")
+            yield item
+        resume.put(go)                                  # let the forward run to its end
+        item = handoff.get()
+        if isinstance(item, BaseException):
+            raise item
+
+    handles = [m.register_forward_hook(hook(i), with_kwargs=True) for i, m in enumerate(modules)]
+    thread = threading.Thread(target=forward, name="connlap-forward", daemon=True)
     try:
-        yield saved
+        thread.start()
+        yield layers()
     finally:
+        if thread.is_alive():
+            resume.put(stop)
+        thread.join()
         for h in handles:
             h.remove()
 
@@ -91,7 +144,8 @@ class LayerWalks:
         keep = self.tokens[i]
         dtype = dtype or (torch.float32 if self.attention.dtype in (torch.float16, torch.bfloat16)
                           else self.attention.dtype)
-        A = self.attention[i][:, keep][:, :, keep].to(dtype)
+        A = self.attention[i] if bool(keep.all()) else self.attention[i][:, keep][:, :, keep]
+        A = A.to(dtype)
         heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
         return walk_from_heads(A, heads, offset=offset)
@@ -145,10 +199,11 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
         ``attn_implementation="eager"`` (as :func:`connlap_lite.load_model` does).
     batch : token ids ``(B, n)`` or a dict with ``input_ids`` and ``attention_mask``
         (right padding for passages of unequal length).
-    layers : iterable of layer indices, default all.
+    layers : iterable of layer indices, default all; yielded in the model's order.
     progress : show a progress bar over layers.
 
-    Memory stays at one layer's attention (plus every layer's ``(B, n, d)`` input).
+    The model runs once (in a worker thread, paused at each chosen layer until the next one is
+    asked for), so memory stays at one layer's attention and every module runs once.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
@@ -163,18 +218,12 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
                          "attn_implementation='eager' (connlap_lite.load_model does)")
     inputs = _as_batch(batch, _device_of(model))
     H, G = adapter.shape(model)
-    with torch.no_grad():
-        with captured_inputs(model, modules) as saved:
-            model(**inputs, **_forward_options(model))
-        saved = {l: saved[l] for l in chosen}
-        tokens = inputs["attention_mask"].bool()
-        steps = chosen
+    tokens = inputs["attention_mask"].bool()
+    with torch.no_grad(), streamed_layers(model, modules, chosen, inputs) as stream:
         if progress:
             from tqdm.auto import tqdm
-            steps = tqdm(chosen, desc=f"{type(model).__name__} layers", leave=False)
-        for l in steps:
-            args, kwargs = saved.pop(l)
-            out = modules[l](*args, **kwargs)
+            stream = tqdm(stream, total=len(set(chosen)), desc=f"{type(model).__name__} layers", leave=False)
+        for l, args, kwargs, out in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
             yield LayerWalks(
                 layer=l,

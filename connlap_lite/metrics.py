@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .transports import HeadTransports
@@ -57,9 +58,20 @@ def walk_distance(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
     return 0.5 * (P - Q).abs().sum(-1).mean(-1)
 
 
-def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool) -> torch.Tensor:
-    """``walk_distance(P, Q)`` divided by the mean distance of ``P`` and ``Q`` from the uniform walk."""
+def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool, sinks: list[int] = ()) -> torch.Tensor:
+    """``walk_distance(P, Q)`` divided by the mean distance of ``P`` and ``Q`` from the uniform walk.
+
+    For walks with their sink columns removed (:func:`without_sinks`) pass the same ``sinks``:
+    the reference is then the uniform walk with those columns removed too, so that the ratio
+    compares like with like and a walk equal to its reference is at distance 0 from it.
+
+    >>> U = uniform_walk(6, causal=True)
+    >>> float(normalised_walk_distance(without_sinks(U, [0]), without_sinks(U, [0]) * 1.0, True, [0]))
+    0.0
+    """
     U = uniform_walk(P.shape[-1], causal, dtype=P.dtype, device=P.device)
+    if len(sinks):
+        U = without_sinks(U, list(sinks))
     scale = 0.5 * (walk_distance(P, U) + walk_distance(Q, U))
     return walk_distance(P, Q) / scale.clamp_min(1e-12)
 
@@ -258,8 +270,33 @@ def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.9
 
 
 def spearman(x, y) -> tuple[float, float]:
-    """Spearman's rho and its two-sided p-value (scipy)."""
+    """Spearman's rho and its two-sided p-value.
+
+    Up to 8 points the p-value is exact, from all ``n!`` orderings of ``y`` (scipy's
+    large-sample approximation is anti-conservative there); beyond, scipy's t approximation.
+
+    >>> rho, p = spearman(range(5), [1, 2, 3, 4, 5])
+    >>> round(rho, 6), round(p, 4)           # 2 of the 120 orderings are as extreme: p = 1/60
+    (1.0, 0.0167)
+    """
+    from itertools import permutations
+
     from scipy.stats import spearmanr
 
-    r = spearmanr(x, y)
-    return float(r.statistic), float(r.pvalue)
+    x, y = list(x), list(y)
+    rho = float(spearmanr(x, y).statistic)
+    if len(x) > 8:
+        return rho, float(spearmanr(x, y).pvalue)
+    orders = np.array(list(permutations(range(len(y)))))
+    rhos = _rank_corr(np.asarray(x, float), np.asarray(y, float)[orders])
+    return rho, float(np.mean(np.abs(rhos) >= abs(rho) - 1e-12))
+
+
+def _rank_corr(x, Y):
+    """Spearman's rho of ``x`` with each row of ``Y`` (ties get average ranks)."""
+    from scipy.stats import rankdata
+
+    rx = rankdata(x) - (len(x) + 1) / 2
+    rY = rankdata(Y, axis=1) - (len(x) + 1) / 2
+    den = (rx ** 2).sum() ** 0.5 * ((rY ** 2).sum(1) ** 0.5)
+    return (rY @ rx) / np.where(den > 0, den, np.inf)

@@ -21,6 +21,8 @@ Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import importlib
 import importlib.util
@@ -202,6 +204,20 @@ def _is_encoder(config) -> bool:
     return config.model_type in ("bert", "roberta", "distilbert", "electra", "xlm-roberta")
 
 
+@contextlib.contextmanager
+def _quiet_progress():
+    """Hide transformers' per-tensor loading bar (noise in notebooks and logs), then restore it."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = None,
                random_init: bool = False, seed: int = 0, device_map=None):
     """Load a model and its tokenizer: ``(model, tokenizer)``, in eval mode, eager attention.
@@ -249,7 +265,8 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             kw["dtype"] = dtype
         if device_map is not None:
             kw["device_map"] = device_map
-        model = auto.from_pretrained(folder, **kw)
+        with _quiet_progress():
+            model = auto.from_pretrained(folder, **kw)
     if device_map is None:
         model = model.to(device)
     if tokenizer.pad_token is None:

@@ -46,7 +46,7 @@ def e1(report: dict, metric: str = "tv_norm_nosink") -> dict:
     c = report["conditions"]
     rho, p = depth_trend(report, metric)
     trained = _mean(late(c["trained"][metric]))
-    null = max(_mean(late(c[n][metric])) for n in NULLS if n in c)
+    null = min(_mean(late(c[n][metric])) for n in NULLS if n in c)      # below both nulls: below the lower one
     falls, below = rho < 0 and p < 0.05, trained < null
     return {"claim": "E1", "model": report["model"], "metric": metric, "rho": rho, "p": p,
             "late_trained": trained, "late_null": null, "falls": falls, "below_null": below,

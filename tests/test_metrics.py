@@ -33,6 +33,23 @@ def test_walk_distance_and_normalisation():
         M.walk_distance(P, stochastic(5, 0))
 
 
+@pytest.mark.parametrize("encoder", [False, True])
+def test_sink_free_normalisation_has_no_floor(encoder):
+    """Sink-free walks are normalised by their distance from the sink-free uniform walk."""
+    n = 12
+    sinks = M.sink_columns(n, encoder)
+    U = M.without_sinks(M.uniform_walk(n, causal=not encoder), sinks)
+    P = M.without_sinks(stochastic(n, 7, causal=not encoder), sinks)
+    near = 0.99 * U + 0.01 * P                           # a sink-free walk one step from uniform
+    ratio = M.normalised_walk_distance(near, P, not encoder, sinks)
+    scale = 0.5 * (M.walk_distance(near, U) + M.walk_distance(P, U))
+    assert abs(float(ratio) - float(M.walk_distance(near, P) / scale)) < 1e-12
+    assert float(M.walk_distance(U, U)) == 0            # no floor: the reference is itself sink-free
+    # the old reference (uniform walk with its sinks) would put a floor under the scale
+    floor = float(M.walk_distance(U, M.uniform_walk(n, causal=not encoder)))
+    assert floor > 0.1 and float(M.normalised_walk_distance(near, P, not encoder)) < float(ratio)
+
+
 def test_sym_spectrum_in_0_2_and_spectral_distance():
     for causal in (False, True):
         ev = M.sym_spectrum(stochastic(8, 2, causal))
@@ -118,7 +135,11 @@ def test_bootstrap_and_spearman():
     m, lo, hi = M.bootstrap_ci(v, n_boot=500)
     assert float(m) == 4.5 and float(lo) < 4.5 < float(hi)
     rho, p = M.spearman(range(6), [1, 2, 3, 4, 5, 6])
-    assert rho == pytest.approx(1.0) and p < 0.01
+    assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 720)     # exact: 2 of 6! orderings
+    rho, p = M.spearman(range(6), [3, 1, 2, 6, 5, 4])
+    assert rho == pytest.approx(0.6) and p == pytest.approx(174 / 720)    # scipy's approximation: 0.208
+    rho, p = M.spearman(range(20), list(range(20)))
+    assert rho == pytest.approx(1.0) and p < 1e-10
 
 
 def run_cli(*args):
@@ -187,6 +208,12 @@ def test_scorecard_rules():
     assert S.e1(good)["verdict"] == "holds" and S.e2(good)["verdict"] == "holds"
     bad = fake_report("b", 1e9, False, falls=False)
     assert S.e1(bad)["verdict"] == "partly"          # rises with depth but stays below the null
+    between = fake_report("c", 1e8, False)           # below one random-init twin but not the other
+    late_trained = S.e1(between)["late_trained"]
+    L = len(between["conditions"]["random0"]["tv_norm_nosink"])
+    between["conditions"]["random1"] = {**between["conditions"]["random1"],
+                                        "tv_norm_nosink": [[late_trained / 2] * 4 for _ in range(L)]}
+    assert not S.e1(between)["below_null"] and S.e1(between)["verdict"] == "partly"
     reps = [fake_report(f"m{k}", 10 ** (8 + k), False, seed=k) for k in range(3)]
     for k, r in enumerate(reps):                    # the defect shrinks with size
         r["conditions"]["trained"]["head_defect"] = [[0.3 - 0.1 * k] * 3 for _ in range(6)]

@@ -1,0 +1,170 @@
+"""How long the book takes: each notebook executed on its own, and optionally the whole ``make test``.
+
+    python benchmarks/book_times.py                 # every notebook of _toc.yml, one at a time (nbclient)
+    python benchmarks/book_times.py --make-test     # the whole `make test`, timed; each notebook's time read
+                                                    # from its pytest durations (the Makefile asks for them)
+    python benchmarks/book_times.py --from-log LOG  # read `pytest --durations=0` output instead of running
+    python benchmarks/book_times.py --quick         # a two-cell scratch notebook (tests the machinery)
+
+Each notebook runs in a fresh kernel with its own folder as working directory, exactly as
+``pytest --nbval-lax`` runs it, one after another (never two at once on a shared machine).
+Results are merged into ``benchmarks/results/book_times.json``: a later run of only some
+notebooks (``--only``) keeps the other notebooks' earlier numbers, each with its date.
+The goal: the whole ``make test`` within 20 minutes on the 2-core reference machine.
+
+Chapter: *Performance* (``book/appendix/performance.ipynb``).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+GOAL_SECONDS = 20 * 60
+PENDING = ("not measured yet: run `python benchmarks/book_times.py --make-test` (or `make bench`) on a quiet "
+           "machine; it executes every notebook")
+
+
+def toc_notebooks() -> list[str]:
+    """Every notebook listed in ``_toc.yml``, as paths relative to the repository root."""
+    import yaml
+
+    toc = yaml.safe_load((C.ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        for ch in part.get("chapters", []):
+            files.append(ch["file"])
+            files += [s["file"] for s in ch.get("sections", [])]
+    return [f + ".ipynb" for f in files if (C.ROOT / (f + ".ipynb")).exists()]
+
+
+def execute(path: Path, timeout: int = 3600) -> dict:
+    """Run one notebook top to bottom in a fresh kernel; seconds and whether it passed."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(path), as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    try:
+        client.execute()
+        status, error = "ok", None
+    except Exception as exc:                      # a failing notebook is a result too
+        status, error = "error", f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300] if str(exc).strip() else ''}"
+    return {"seconds": time.perf_counter() - start, "status": status, "error": error,
+            "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def parse_durations(text: str) -> dict:
+    """Seconds per notebook from ``pytest --durations=0`` lines (``12.3s call  book/x.ipynb::Cell 4``)."""
+    per: dict[str, float] = {}
+    for m in re.finditer(r"^\s*([\d.]+)s\s+(?:call|setup|teardown)\s+(\S+?\.ipynb)::", text, re.M):
+        per[m.group(2)] = per.get(m.group(2), 0.0) + float(m.group(1))
+    return per
+
+
+def _scratch(folder: Path) -> Path:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = sum(range(10))"), nbformat.v4.new_code_cell("assert x == 45")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = folder / "scratch.ipynb"
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _load(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def summarise(report: dict) -> dict:
+    """Totals and the goal row from the per-notebook numbers and the `make test` run."""
+    nbs = report["notebooks"]
+    done = [v["seconds"] for v in nbs.values() if v.get("seconds") is not None]
+    report["notebooks_total_seconds"] = sum(done) if len(done) == len(nbs) and nbs else None
+    mt = report.get("make_test") or {}
+    seconds = mt.get("seconds")
+    report["goals"] = [C.goal("book: whole `make test` (unit + notebooks + strict build)", seconds, GOAL_SECONDS,
+                              "seconds", reason="" if seconds is not None else PENDING)]
+    if report["notebooks_total_seconds"] is not None:
+        report["goals"].append(C.goal("book: every notebook executed once, one at a time",
+                                      report["notebooks_total_seconds"], GOAL_SECONDS, "seconds"))
+    return report
+
+
+def run(args) -> dict:
+    path = Path(args.json) if args.json else None
+    if args.quick:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="connlap-booktimes-"))
+        scratch = _scratch(folder)
+        report = {"quick": True, "notebooks": {"scratch.ipynb": execute(scratch, timeout=120)}}
+        summarise(report)
+        report["goals"][0].update(measured=report["notebooks"]["scratch.ipynb"]["seconds"],
+                                  what="book: a two-cell scratch notebook (--quick)")
+        report["goals"][0]["met"] = report["goals"][0]["measured"] <= GOAL_SECONDS
+        out = C.write("book_times", report, path)
+        print(f"wrote {out}")
+        return report
+    target = path or C.RESULTS / "book_times.json"
+    old = _load(target)
+    notebooks = toc_notebooks()
+    report = {"quick": False, "notebooks": {nb: old.get("notebooks", {}).get(nb, {"seconds": None, "status": PENDING})
+                                            for nb in notebooks},
+              "make_test": old.get("make_test"), "method": "nbclient, one notebook at a time, fresh kernel each"}
+    if args.make_test:
+        # one run gives both numbers: make test's wall time, and each notebook's time from its pytest durations
+        log = C.ROOT / "_build" / "make_test.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        with open(log, "w") as sink:
+            proc = subprocess.run(["make", "test"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT)
+        report["make_test"] = {"seconds": time.perf_counter() - start, "returncode": proc.returncode, "log": str(log),
+                               "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        args.from_log = args.from_log or str(log)
+    if args.from_log:
+        per = parse_durations(Path(args.from_log).read_text())
+        for nb, s in per.items():
+            report["notebooks"][nb] = {"seconds": s, "status": "from log", "log": str(args.from_log)}
+        report["method"] = f"pytest --durations log {args.from_log}"
+    elif not args.list_only:                       # (reached only without --make-test and --from-log)
+        chosen = [nb for nb in notebooks if not args.only or any(o in nb for o in args.only)]
+        for nb in chosen:
+            print(f"{nb} ...", end=" ", flush=True)
+            report["notebooks"][nb] = execute(C.ROOT / nb)
+            r = report["notebooks"][nb]
+            print(f"{r['seconds']:.0f} s {r['status']}", flush=True)
+    summarise(report)
+    out = C.write("book_times", report, target)
+    C.print_goals(report)
+    print(f"wrote {out}")
+    return report
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a scratch notebook only (seconds)")
+    ap.add_argument("--make-test", action="store_true", help="also time the whole `make test`")
+    ap.add_argument("--only", nargs="+", default=None, help="notebooks whose path contains one of these")
+    ap.add_argument("--from-log", default=None, help="a `pytest --durations=0` log to read instead of running")
+    ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")
+    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json)")
+    return run(ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

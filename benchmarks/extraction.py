@@ -1,0 +1,242 @@
+"""Extraction of every layer's walks (and the chapters' metrics) against a plain forward pass.
+
+    python benchmarks/extraction.py            # the committed numbers (about 5 minutes on 2 cores)
+    python benchmarks/extraction.py --quick    # tiny random models, seconds (the tests run this)
+
+Variants, each on the same model and batch:
+
+``floor``    ``model(**batch, output_attentions=True)``: one eager forward that returns every
+             layer's attention (the cheapest way Hugging Face gives them);
+``forward``  the same forward without returning attention (the model's own memory floor);
+``walks``    :func:`connlap_lite.attention_walks` over all layers (one forward, paused at each
+             attention module), building ``lw.walk(i)`` (T2) for every passage: what a reader of the
+             book does to get the walks;
+``metrics``  :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
+             empirical chapters compute (dense eigen-solves of each passage's walk included);
+``tl``       TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model
+             (only where ``transformer_lens`` imports; see ``--tl-python``).
+
+Times: interleaved rounds in one process, the median of the per-round ratios to ``floor``.
+Memory: a fresh subprocess per variant, the peak resident set above the resident set after
+loading (see ``_common.peak_rss_delta``), in units of one layer's attention, ``B*H*n*n*4`` bytes.
+Both forward-style variants use the options extraction uses (no KV cache, logits of the last
+token only), so the comparison is of the same work.
+
+Chapter: *Performance* (``book/appendix/performance.ipynb``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+FULL = {"pretrained": [("minilm-l6", 4, 128, 9, 2), ("smollm2-135m", 2, 128, 7, 1)],  # name, B, n, rounds, metric rounds
+        "width": dict(n_embd=256, n_head=8), "layers": [2, 4, 8, 16], "B": 2, "n": 512, "rounds": 5}
+QUICK = {"pretrained": [], "width": dict(n_embd=32, n_head=4), "layers": [1, 2], "B": 1, "n": 32, "rounds": 2}
+GOAL_TIME, GOAL_MEMORY = 1.3, 1.5
+MEMORY_METHOD = ("fresh subprocess per variant, after one run on a 16-token slice; peak VmHWM (reset via "
+                 "/proc/self/clear_refs) minus VmRSS just before the run; MALLOC_MMAP_THRESHOLD_=65536")
+MEMORY_QUICK = "in this process (--quick is a smoke test: its memory numbers mean nothing)"
+
+
+# ------------------------------------------------------------------ worker side
+def _gpt2(spec: dict):
+    import torch
+    from transformers import AutoModelForCausalLM, GPT2Config
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=spec["n_layer"], n_embd=spec["n_embd"], n_head=spec["n_head"], vocab_size=1000,
+                     n_positions=max(1024, spec["n"]), bos_token_id=0, eos_token_id=0)
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+
+
+def _setup(spec: dict):
+    """Model, batch, encoder flag and facts for a worker."""
+    import torch
+
+    from connlap_lite import load_model, passages
+    from connlap_lite.adapters import adapter_for
+
+    if "name" in spec:
+        model, tok = load_model(spec["name"])
+        batch = passages(tok, spec["B"], spec["n"])
+    else:
+        model = _gpt2(spec)
+        ids = torch.randint(1, 1000, (spec["B"], spec["n"]), generator=torch.Generator().manual_seed(0))
+        batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    adapter = adapter_for(model)
+    H, _ = adapter.shape(model)
+    facts = {"layers": len(adapter.layers(model)), "heads": H, "d": model.config.hidden_size,
+             "weight_bytes": sum(p.numel() * p.element_size() for p in model.parameters()),
+             "attention_layer_bytes": spec["B"] * H * spec["n"] ** 2 * 4}
+    return model, batch, not adapter.mask(model, 0)["causal"], facts
+
+
+def _tl_bridge(model):
+    from transformer_lens.model_bridge import TransformerBridge
+    from transformers import AutoTokenizer
+
+    from connlap_lite.models import _source
+
+    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])     # any offline tokenizer: ids are given
+    return TransformerBridge.boot_transformers("gpt2", hf_model=model, tokenizer=tok, device="cpu")
+
+
+def _variants(names, model, batch, encoder, bridge=None):
+    from connlap_lite import attention_walks
+    from connlap_lite.analysis import measure
+    from connlap_lite.extraction import _forward_options
+
+    opts = _forward_options(model)
+    B = batch["input_ids"].shape[0]
+
+    def walks():
+        for lw in attention_walks(model, batch, progress=False):
+            for i in range(B):
+                lw.walk(i)
+
+    table = {"floor": lambda: model(**batch, output_attentions=True, **opts),
+             "forward": lambda: model(**batch, **opts),
+             "walks": walks,
+             "metrics": lambda: measure(model, batch, encoder=encoder)}
+    if "tl" in names:
+        table["tl"] = lambda: bridge.run_with_cache(batch["input_ids"])
+    return {k: (lambda f=table[k]: _nograd(f)) for k in names}
+
+
+def _nograd(f):
+    import torch
+
+    with torch.no_grad():
+        return f()
+
+
+def worker(job: dict) -> dict:
+    """One job: ``kind`` "time" (interleaved rounds of ``variants``) or "memory" (one variant, first run).
+
+    Before a memory run the variant runs once on a 16-token slice of one passage, so that lazy
+    one-time allocations (kernels, tables) are not counted as the variant's peak.
+    """
+    C.set_threads()
+    model, batch, encoder, facts = _setup(job["model"])
+    bridge = _tl_bridge(model) if "tl" in job["variants"] else None
+    fns = _variants(job["variants"], model, batch, encoder, bridge)
+    if job["kind"] == "memory":
+        (name,) = job["variants"]
+        small = {k: v[:1, :16] for k, v in batch.items()}
+        _variants([name], model, small, encoder, bridge)[name]()
+        return {**facts, **C.peak_rss_delta(fns[name])}
+    return {**facts, "seconds": C.interleaved(fns, job["rounds"], warmup=1)}
+
+
+def _job(job: dict, python: str | None, quick: bool) -> dict:
+    """A worker job in a fresh subprocess; with ``quick``, in this process (a smoke test only)."""
+    if quick:
+        return json.loads(json.dumps(worker(job)))
+    return C.in_subprocess(SCRIPT, [json.dumps(job)], python=python)
+
+
+# ------------------------------------------------------------------ driver side
+def tl_status(python: str) -> dict:
+    """Whether ``transformer_lens`` imports under ``python``, with its version or the error."""
+    code = "import transformer_lens, importlib.metadata as m; print(m.version('transformer-lens'))"
+    env = {**os.environ, **C.WORKER_ENV, "PYTHONPATH": str(C.ROOT)}
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env)
+    if p.returncode == 0:
+        return {"available": True, "version": p.stdout.strip(), "python": python}
+    return {"available": False, "python": python, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
+
+
+def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> dict:
+    cfg = QUICK if quick else FULL
+    tl = {"available": False, "skipped": "--quick"} if quick else tl_status(tl_python or sys.executable)
+    report = {"quick": quick, "settings": {k: v for k, v in cfg.items()}, "transformer_lens": tl,
+              "time_method": "interleaved rounds in one process (order rotated), median of per-round ratios",
+              "memory_method": MEMORY_QUICK if quick else MEMORY_METHOD,
+              "pretrained": [], "layers": []}
+    goals = []
+    for name, B, n, rounds, mrounds in cfg["pretrained"]:
+        spec = {"name": name, "B": B, "n": n}
+        t = _job({"kind": "time", "model": spec, "rounds": rounds, "variants": ["floor", "forward", "walks"]},
+                 None, quick)
+        tm = _job({"kind": "time", "model": spec, "rounds": mrounds, "variants": ["floor", "metrics"]}, None, quick)
+        mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, None, quick)
+               for v in ("floor", "forward", "walks", "metrics")}
+        row = {"model": name, "B": B, "n": n, **{k: t[k] for k in ("layers", "heads", "d", "weight_bytes",
+                                                                   "attention_layer_bytes")},
+               "seconds": t["seconds"], "seconds_metrics_rounds": tm["seconds"],
+               "ratio": {"forward": C.ratio(t["seconds"], "forward", "floor"),
+                         "walks": C.ratio(t["seconds"], "walks", "floor"),
+                         "metrics": C.ratio(tm["seconds"], "metrics", "floor")},
+               "memory": mem,
+               "peak_in_layers": {v: m["peak_bytes"] / t["attention_layer_bytes"] for v, m in mem.items()}}
+        report["pretrained"].append(row)
+        print(f"{name}: walks {row['ratio']['walks']:.2f}x floor, metrics {row['ratio']['metrics']:.1f}x; "
+              f"peak (layers of attention) {', '.join(f'{k} {v:.2f}' for k, v in row['peak_in_layers'].items())}",
+              flush=True)
+    variants = ["floor", "forward", "walks"] + (["tl"] if tl["available"] else [])
+    python = tl["python"] if tl["available"] else sys.executable
+    for L in cfg["layers"]:
+        spec = {"n_layer": L, **cfg["width"], "B": cfg["B"], "n": cfg["n"]}
+        t = _job({"kind": "time", "model": spec, "rounds": cfg["rounds"], "variants": variants}, python, quick)
+        mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, python, quick) for v in variants}
+        row = {"n_layer": L, **spec, **{k: t[k] for k in ("heads", "d", "weight_bytes", "attention_layer_bytes")},
+               "seconds": t["seconds"], "ratio": {v: C.ratio(t["seconds"], v, "floor") for v in variants[1:]},
+               "memory": mem, "peak_in_layers": {v: m["peak_bytes"] / t["attention_layer_bytes"] for v, m in mem.items()}}
+        report["layers"].append(row)
+        print(f"GPT-2 shape, {L} layers: " + ", ".join(f"{v} {r:.2f}x" for v, r in row["ratio"].items())
+              + "; peak (layers of attention) " + ", ".join(f"{k} {v:.2f}" for k, v in row["peak_in_layers"].items()),
+              flush=True)
+    rows = report["pretrained"] or report["layers"]
+    for row in rows:
+        label = row.get("model", f"GPT-2 shape, {row.get('n_layer')} layers")
+        goals.append(C.goal(f"extraction: walks time / floor ({label})", row["ratio"]["walks"], GOAL_TIME, "x floor"))
+    for row in report["pretrained"]:
+        goals.append(C.goal(f"extraction: walks + chapter metrics / floor ({row['model']})", row["ratio"]["metrics"],
+                            GOAL_TIME, "x floor",
+                            reason="the metrics solve a dense n x n eigenproblem per passage and layer "
+                                   "(spectra, stationary distributions), work a forward pass never does"))
+    worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
+    goals.append(C.goal(f"extraction: peak memory above weights, worst of {cfg['layers']} layers",
+                        worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
+                        reason="eager attention itself holds scores, masked scores and softmax of one layer at "
+                               "once; the plain forward without attention output peaks at "
+                               f"{worst['peak_in_layers']['forward']:.2f} layers here"))
+    first, last = report["layers"][0], report["layers"][-1]
+    report["growth"] = {v: last["memory"][v]["peak_bytes"] / first["memory"][v]["peak_bytes"] for v in variants}
+    goals.append(C.goal(f"extraction: peak growth from {first['n_layer']} to {last['n_layer']} layers",
+                        report["growth"]["walks"], 1.5, "x (flat = 1)",
+                        reason="something other than one layer's attention grows with depth"))
+    if tl["available"]:
+        goals.append(C.goal(f"extraction: walks time / TransformerLens run_with_cache ({last['n_layer']} layers)",
+                            C.ratio(last["seconds"], "walks", "tl"), 1.0, "x TransformerLens"))
+    report["goals"] = goals
+    path = C.write("extraction", report, out)
+    C.print_goals(report)
+    print(f"wrote {path}")
+    return report
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny random models only (seconds)")
+    ap.add_argument("--tl-python", default=os.environ.get("CONNLAP_BENCH_TL_PYTHON"),
+                    help="a Python where transformer_lens imports (default: this one, or $CONNLAP_BENCH_TL_PYTHON)")
+    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/extraction.json)")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return None
+    return run(args.quick, args.tl_python, args.json)
+
+
+if __name__ == "__main__":
+    main()

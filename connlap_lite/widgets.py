@@ -1,0 +1,550 @@
+"""Interactive explorers: a real model's walks, holonomy on a cycle, and the conditions of T3.
+
+=====================  ===================================================================
+explorer               what it shows (and the plain functions that compute it)
+=====================  ===================================================================
+``model_explorer``     a real model's walk, the gates of one query's edges, the head
+                       transports' singular values and the defects of the heaviest edge
+                       transports (:func:`layer_attention`, :func:`model_view`)
+``holonomy_explorer``  a rotation connection on a cycle: the Laplacian's spectrum and
+                       kernel against the holonomy angle (:func:`cycle_connection`,
+                       :func:`holonomy_spectrum`)
+``conditions_lab``     (S), (R) and (M) switched on and off: the generator's spectrum and
+                       the sign of the Dirichlet energy (:func:`conditions_walk`,
+                       :func:`conditions_report`)
+=====================  ===================================================================
+
+Every number a widget shows comes from a plain function that knows nothing of widgets,
+and every picture from a ``*_figure`` function that the book also calls to draw the
+initial state as an ordinary figure.  ipywidgets is imported inside the three widget
+builders only: ``import connlap_lite`` never needs it; import this module explicitly,
+``from connlap_lite import widgets``.
+
+Chapter: *Interactive explorers* (``book/interactive/explorers.ipynb``).
+"""
+from __future__ import annotations
+
+import functools
+import html
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from . import metrics as M
+from .extraction import attention_walks, head_transports
+from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
+                        random_walk_connection, reversibility_defect, stationary_distribution,
+                        stochasticity_defect, symmetry_defect)
+from .transports import EdgeTransport, HeadTransports
+from .walks import ConnectionWalk
+
+KERNEL_TOL = 1e-9        # an eigenvalue of L below this counts as a kernel direction
+VERDICT_TOL = 1e-10      # slack for "real", "in [0, 2]" and "energy >= 0"
+
+
+def _rotation(theta: float) -> np.ndarray:
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def _show(fig) -> None:
+    """Show ``fig`` where IPython can show it (inside an Output widget), then free it."""
+    from IPython import get_ipython
+    from IPython.display import display
+
+    if get_ipython() is not None:
+        display(fig)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------- holonomy on a cycle
+def _cycle(n: int, angle: float) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 3:
+        raise ValueError(f"n must be an int of at least 3 (a cycle needs three vertices), got {n!r}")
+    w, O = np.zeros((n, n)), np.zeros((n, n, 2, 2))
+    for k in range(n):
+        nxt = (k + 1) % n
+        w[nxt, k] = w[k, nxt] = 1.0
+        O[nxt, k] = _rotation(angle / n)      # carries the fibre at k to k + 1
+        O[k, nxt] = _rotation(-angle / n)     # and back: O_ji = O_ij^T
+    return w, O
+
+
+def cycle_connection(n: int, angle: float) -> ConnectionWalk:
+    """The rotation connection on the ``n``-cycle whose holonomy is a rotation by ``angle``.
+
+    Every step ``k -> k + 1`` rotates the fibre ``R^2`` by ``angle / n`` and every step back by
+    ``-angle / n``; the weights are 1 on the cycle's edges.  The walk satisfies (S), (R) and
+    (M), so its generator is a connection Laplacian (D4) and its kernel is the parallel
+    sections: 2-dimensional at holonomy 0 and trivial otherwise (T3).
+
+    Examples
+    --------
+    >>> walk = cycle_connection(5, np.pi / 2)
+    >>> np.round(walk.holonomy(range(5)), 12) + 0.0        # a quarter turn around the cycle
+    array([[ 0., -1.],
+           [ 1.,  0.]])
+
+    Chapter: *Interactive explorers*.
+    """
+    return random_walk_connection(*_cycle(n, angle))
+
+
+def holonomy_spectrum(n: int, angle: float, *, tol: float = KERNEL_TOL) -> tuple[np.ndarray, int]:
+    """The sorted spectrum of the cycle's connection Laplacian and its kernel dimension.
+
+    Every vertex of the cycle has degree 2, so ``L_rw = I - S / 2`` is symmetric and its
+    eigenvalues are real; the kernel dimension counts those below ``tol``.
+
+    Examples
+    --------
+    >>> holonomy_spectrum(8, 0.0)[1], holonomy_spectrum(8, np.pi / 3)[1]
+    (2, 0)
+
+    Chapter: *Interactive explorers*.
+    """
+    L = connection_laplacian(*_cycle(n, angle))
+    eig = np.linalg.eigvalsh((L + L.T) / 2)
+    return eig, int((eig < tol).sum())
+
+
+def holonomy_figure(n: int, angle: float, *, tol: float = KERNEL_TOL):
+    """Left: the spectrum of ``L`` at ``angle``; right: the spectrum against the holonomy angle."""
+    eig, dim = holonomy_spectrum(n, angle, tol=tol)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.2))
+    kernel = eig < tol
+    ax0.plot(np.flatnonzero(~kernel), eig[~kernel], "o", color="C0", label="eigenvalues")
+    ax0.plot(np.flatnonzero(kernel), eig[kernel], "o", color="C3", label="kernel (parallel sections)")
+    ax0.set_ylim(-0.1, 2.1)
+    ax0.set_xlabel("index")
+    ax0.set_ylabel("eigenvalue of $L$")
+    ax0.set_title(f"n = {n}, holonomy {np.degrees(angle):.0f}°: kernel dimension {dim}", fontsize=10)
+    ax0.text(0.03, 0.9, f"smallest eigenvalue {eig[0]:.2g}", transform=ax0.transAxes, fontsize=8)
+    ax0.legend(fontsize=8, loc="lower right")
+    degrees = np.linspace(-180, 180, 121)
+    curves = np.array([holonomy_spectrum(n, np.radians(a), tol=tol)[0] for a in degrees])
+    ax1.plot(degrees, curves, color="C0", lw=0.8)
+    ax1.axvline(np.degrees(angle), color="C3", ls="--", lw=1)
+    ax1.set_xlabel("holonomy angle (degrees)")
+    ax1.set_ylabel("eigenvalues of $L$")
+    ax1.set_title("the whole spectrum as the holonomy turns", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def holonomy_explorer(n: int = 8, degrees: int = 0):
+    """A slider for the holonomy angle (and one for the cycle length) over the figure of
+    :func:`holonomy_figure`; ``.controls`` holds the sliders and ``.readout`` the kernel dimension.
+
+    Chapter: *Interactive explorers*.
+    """
+    import ipywidgets as widgets
+
+    angle = widgets.IntSlider(value=degrees, min=-180, max=180, step=5, description="holonomy (°)")
+    size = widgets.IntSlider(value=n, min=3, max=16, description="cycle n")
+    readout = widgets.HTML()
+
+    def draw(n, degrees):
+        eig, dim = holonomy_spectrum(n, np.radians(degrees))
+        readout.value = (f"kernel dimension <b>{dim}</b> (eigenvalues below {KERNEL_TOL:g}); "
+                         f"smallest eigenvalue {eig[0]:.3g}")
+        _show(holonomy_figure(n, np.radians(degrees)))
+
+    out = widgets.interactive_output(draw, {"n": size, "degrees": angle})
+    box = widgets.VBox([widgets.HBox([angle, size]), readout, out])
+    box.controls, box.readout = {"degrees": angle, "n": size}, readout
+    return box
+
+
+# ------------------------------------------------------------------------ conditions lab
+SCALE = 1.5      # (S) off: the walk amplifies, P -> 1.5 P (T3's counterexample)
+DRIFT = 2.0      # (R) off: a one-way current of this weight around the ring 0 -> 1 -> ... -> 0
+NOISE = 0.8      # (M) off: Gaussian noise of this size added to every transport
+TWIST = 0.3      # the connection is a frame change of small rotations: nearly flat
+
+
+def conditions_walk(stochastic: bool = True, reversible: bool = True, isometric: bool = True,
+                    *, n: int = 8, seed: int = 0) -> ConnectionWalk:
+    """A connection walk on ``n`` vertices, ``d = 2``, with each condition of T3 on or off.
+
+    All on: ``P = D^{-1} w`` for random symmetric weights ``w`` (so (S) and (R)), and
+    ``T_ij = R(phi_i + eps_ij - phi_j)`` with ``eps`` antisymmetric and small (so (M), and the
+    connection is nearly flat).  Switching a condition off changes only its own part, with
+    the same random draws: ``stochastic=False`` multiplies ``P`` by ``SCALE``;
+    ``reversible=False`` adds a one-way current ``DRIFT`` around a ring before normalising;
+    ``isometric=False`` adds ``NOISE`` times Gaussian matrices to the transports.
+
+    Examples
+    --------
+    >>> walk = conditions_walk(seed=1)
+    >>> float(stochasticity_defect(walk.P)) < 1e-12, float(symmetry_defect(walk)) < 1e-12
+    (True, True)
+
+    Chapter: *Interactive explorers*.
+    """
+    if not isinstance(n, (int, np.integer)) or n < 3:
+        raise ValueError(f"n must be an int of at least 3, got {n!r}")
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.2, 1.0, (n, n))          # every draw is made whatever the switches say
+    phi = rng.uniform(0, 2 * np.pi, n)
+    eps = rng.normal(0, TWIST, (n, n))
+    noise = rng.standard_normal((n, n, 2, 2))
+    w = (w + w.T) / 2
+    np.fill_diagonal(w, 0)
+    if not reversible:
+        k = np.arange(n)
+        w[k, (k + 1) % n] += DRIFT
+    P = w / w.sum(1, keepdims=True)
+    if not stochastic:
+        P = SCALE * P
+    eps = (eps - eps.T) / 2
+    T = np.stack([np.stack([_rotation(phi[i] + eps[i, j] - phi[j]) for j in range(n)]) for i in range(n)])
+    if not isometric:
+        T = T + NOISE * noise
+    return ConnectionWalk(P, EdgeTransport(T))
+
+
+@dataclass
+class ConditionsReport:
+    """What :func:`conditions_report` finds: the spectrum, the energies and three verdicts."""
+
+    spectrum: np.ndarray     # eigenvalues of L = I - W (complex)
+    form: np.ndarray         # eigenvalues of the energy form, per unit <f, f>_pi (sorted)
+    energies: np.ndarray     # <f, L f>_pi / <f, f>_pi for random sections f
+    real: bool               # spectrum on the real line
+    in_range: bool           # real parts in [0, 2]
+    nonnegative: bool        # Dirichlet energy >= 0 for every section
+    defects: dict            # D5's defects of the walk
+
+    @property
+    def min_energy(self) -> float:
+        """The least energy ``<f, L f>_pi`` over sections with ``<f, f>_pi = 1``."""
+        return float(self.form[0])
+
+    @property
+    def holds(self) -> bool:
+        """All three consequences of T3 hold."""
+        return self.real and self.in_range and self.nonnegative
+
+
+def conditions_report(walk: ConnectionWalk, *, n_sections: int = 200, seed: int = 0,
+                      tol: float = VERDICT_TOL) -> ConditionsReport:
+    """The spectrum of ``L`` and the Dirichlet energy ``<f, L f>_pi`` of a (small) walk.
+
+    ``pi`` is the stationary distribution of ``P`` with its rows normalised (the same ``pi``
+    whether (S) holds or not).  The least energy per unit ``<f, f>_pi`` is the smallest
+    eigenvalue of ``Pi^{-1/2} sym(Pi L) Pi^{-1/2}``; the random sections show how typical
+    sections fare.  Under (S, R, M) the spectrum is real, in ``[0, 2]``, and the energy is
+    nonnegative (T3).
+
+    Examples
+    --------
+    >>> conditions_report(conditions_walk()).holds
+    True
+    >>> conditions_report(conditions_walk(reversible=False)).real
+    False
+
+    Chapter: *Interactive explorers*.
+    """
+    if not isinstance(walk, ConnectionWalk):
+        raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
+    P = walk.P.double()
+    pi = stationary_distribution(P / P.sum(1, keepdim=True)).numpy()
+    spectrum = generator_spectrum(walk.to(dtype=torch.float64))
+    L = np.asarray(walk.to(dtype=torch.float64).generator())
+    root = np.repeat(np.sqrt(pi), walk.d)
+    PiL = root[:, None] ** 2 * L
+    form = (PiL + PiL.T) / 2 / root[:, None] / root[None, :]
+    form = np.linalg.eigvalsh(form)
+    rng = np.random.default_rng(seed)
+    energies = []
+    for _ in range(n_sections):
+        f = rng.standard_normal((walk.n, walk.d))
+        energies.append(float(dirichlet_energy(walk, torch.as_tensor(f), torch.as_tensor(pi)))
+                        / float((pi[:, None] * f ** 2).sum()))
+    defects = {"stochasticity": float(stochasticity_defect(P)),
+               "reversibility": float(reversibility_defect(P / P.sum(1, keepdim=True))),
+               "isometry": float(isometry_defect(walk.edge_transports())[walk.P > 0].max()),
+               "symmetry": float(symmetry_defect(walk))}
+    return ConditionsReport(spectrum=spectrum, form=form, energies=np.array(energies),
+                            real=bool(np.abs(spectrum.imag).max() <= tol),
+                            in_range=bool(spectrum.real.min() >= -tol and spectrum.real.max() <= 2 + tol),
+                            nonnegative=bool(form[0] >= -tol), defects=defects)
+
+
+def conditions_figure(report: ConditionsReport, title: str = ""):
+    """Left: the spectrum in the complex plane against ``[0, 2]``; right: the energy form's
+    eigenvalues (the energies of its eigen-sections) and, in grey, those of random sections."""
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.4))
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax0.plot(1 + np.cos(t), np.sin(t), color="0.7", lw=0.8, ls=":", label="$|z - 1| = 1$")
+    ax0.plot([0, 2], [0, 0], color="C2", lw=4, alpha=0.4, label="[0, 2]")
+    ax0.plot(report.spectrum.real, report.spectrum.imag, "o", color="C0" if report.holds else "C3", ms=5)
+    ax0.set_aspect("equal")
+    ax0.set_xlabel("Re λ")
+    ax0.set_ylabel("Im λ")
+    ax0.set_title("spectrum of $L$" + (f" ({title})" if title else ""), fontsize=10)
+    ax0.legend(fontsize=7, loc="upper right")
+    negative = report.form < -VERDICT_TOL
+    ax1.axhline(0, color="k", lw=1)
+    ax1.plot(np.flatnonzero(~negative), report.form[~negative], "o", color="C0", ms=4)
+    ax1.plot(np.flatnonzero(negative), report.form[negative], "o", color="C3", ms=4,
+             label="negative energy" if negative.any() else None)
+    ax1.plot(np.full(len(report.energies), len(report.form) + 1.5), report.energies, "_", color="0.5",
+             ms=8, label="random sections")
+    ax1.set_xlabel("eigen-section of the energy form")
+    ax1.set_ylabel(r"$\langle f, Lf\rangle_\pi / \langle f, f\rangle_\pi$")
+    ax1.set_title(f"Dirichlet energy: least {report.min_energy:.3f}", fontsize=10)
+    ax1.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _switches(stochastic: bool, reversible: bool, isometric: bool) -> str:
+    return ", ".join(f"{c} {'on' if on else 'off'}" for c, on in
+                     (("S", stochastic), ("R", reversible), ("M", isometric)))
+
+
+def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: bool = True, seed: int = 0):
+    """Three switches for (S), (R) and (M) and a seed, over :func:`conditions_figure`;
+    ``.controls`` holds the switches and ``.readout`` the verdict.
+
+    Chapter: *Interactive explorers*.
+    """
+    import ipywidgets as widgets
+
+    def toggle(value, label):
+        return widgets.ToggleButton(value=value, description=label, layout=widgets.Layout(width="auto"))
+
+    controls = {"stochastic": toggle(stochastic, "(S) stochastic"),
+                "reversible": toggle(reversible, "(R) reversible"),
+                "isometric": toggle(isometric, "(M) metric-compatible"),
+                "seed": widgets.IntSlider(value=seed, min=0, max=9, description="seed")}
+    readout = widgets.HTML()
+
+    def draw(stochastic, reversible, isometric, seed):
+        report = conditions_report(conditions_walk(stochastic, reversible, isometric, seed=seed))
+        verdict = "all three consequences hold" if report.holds else "T3's conclusion fails"
+        d = report.defects
+        readout.value = (f"<b>{verdict}</b>: spectrum real {report.real}, in [0, 2] {report.in_range}, "
+                         f"least energy {report.min_energy:.3f}.  Defects: "
+                         + ", ".join(f"{k} {v:.2f}" for k, v in d.items()))
+        _show(conditions_figure(report, _switches(stochastic, reversible, isometric)))
+
+    out = widgets.interactive_output(draw, controls)
+    box = widgets.VBox([widgets.HBox(list(controls.values())), readout, out])
+    box.controls, box.readout = controls, readout
+    return box
+
+
+# ------------------------------------------------------------------------- model explorer
+@dataclass
+class ModelView:
+    """One layer of a real model as :func:`model_view` reads it."""
+
+    walk: torch.Tensor          # (n, n) head ``head``'s attention, or the layer's walk P (mean over heads)
+    gates: torch.Tensor         # (H, n) the gates gamma^h_{q j} of the query's edges
+    head_sv: torch.Tensor       # (H, r) singular values of each head transport T_h
+    head_defect: torch.Tensor   # (H,) scaled-isometry defect of each T_h (rank d_h)
+    edges: list                 # the heaviest edges (i, j) of ``walk``, off the diagonal and the sinks
+    edge_defect: torch.Tensor   # (m,) rank-free defect of each edge transport T_ij (T2's gated mixture)
+    head: int | None
+    query: int
+
+
+def layer_attention(model, batch, *, passage: int = 0) -> list[torch.Tensor]:
+    """Every layer's attention ``(H, n, n)`` for one passage of ``batch``, on its real tokens, float64.
+
+    Chapter: *Interactive explorers*.
+    """
+    attention = []
+    for lw in attention_walks(model, batch, progress=False):
+        keep = lw.tokens[passage]
+        attention.append(lw.attention[passage][:, keep][:, :, keep].double().cpu())
+    return attention
+
+
+def model_view(attention, heads: HeadTransports, *, head: int | None = None, query: int = 0,
+               n_edges: int = 4, sinks=()) -> ModelView:
+    """The model explorer's numbers for one layer: its walk, the query's gates, and the defects.
+
+    Parameters
+    ----------
+    attention : (H, n, n) the layer's attention for one passage (:func:`layer_attention`)
+    heads : the layer's head transports (:func:`connlap_lite.head_transports`)
+    head : a head to show, or None for the layer's walk ``P`` (the mean over heads, T2)
+    query : the token whose edges' gates ``gamma^h_{qj} = A^h_qj / sum_h A^h_qj`` are shown
+    n_edges : how many of the heaviest edges of the shown walk get their transport's defect
+    sinks : token positions left out of those edges (the attention sinks)
+
+    The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never formed: their singular
+    values come from the factors (:func:`connlap_lite.metrics.gated_singular_values`).
+
+    Chapter: *Interactive explorers*.
+    """
+    A = torch.as_tensor(attention).double()
+    if A.ndim != 3 or A.shape[1] != A.shape[2]:
+        raise ValueError(f"attention must have shape (H, n, n), got {tuple(A.shape)}")
+    H, n, _ = A.shape
+    if head is not None and not 0 <= head < H:
+        raise ValueError(f"head must be None (the layer's walk) or an int in [0, {H}), got {head!r}")
+    if not 0 <= query < n:
+        raise ValueError(f"query must be a token position in [0, {n}), got {query!r}")
+    S = A.sum(0)
+    gates = torch.where(S > 0, A / torch.where(S > 0, S, torch.ones_like(S)), torch.zeros_like(A))
+    walk = A.mean(0) if head is None else A[head]
+    allowed = ~torch.eye(n, dtype=torch.bool)
+    allowed[:, list(sinks)] = False
+    allowed[list(sinks), :] = False
+    flat = torch.where(allowed, walk, torch.zeros_like(walk)).flatten()
+    top = [int(t) for t in flat.topk(min(n_edges, n * n)).indices if flat[t] > 0]
+    edges = [(t // n, t % n) for t in top]
+    groups = getattr(heads, "groups", None)
+    groups = torch.arange(H) if groups is None else groups.cpu()
+    rows, cols = torch.tensor([e[0] for e in edges]), torch.tensor([e[1] for e in edges])
+    sv = M.gated_singular_values(H * gates[:, rows, cols].T, HeadTransports(heads.U.cpu(), heads.V.cpu()), groups)
+    return ModelView(walk=walk, gates=gates[:, query], head_sv=heads.singular_values().double().cpu(),
+                     head_defect=M.scaled_isometry_defect(heads).cpu(), edges=edges,
+                     edge_defect=M.rank_free_defect(sv), head=head, query=query)
+
+
+def model_figure(view: ModelView, title: str = ""):
+    """Four panels: the walk, the query's gates, the head transports' singular values, the edge defects."""
+    fig, axes = plt.subplots(2, 2, figsize=(9, 7))
+    (ax0, ax1), (ax2, ax3) = axes
+    who = "layer walk P (mean over heads)" if view.head is None else f"head {view.head}'s attention"
+    ax0.imshow(view.walk.numpy(), cmap="viridis")
+    ax0.axhline(view.query, color="w", lw=0.6, ls=":")
+    for i, j in view.edges:
+        ax0.plot(j, i, "s", mfc="none", mec="C3", ms=7)
+    ax0.set_title(f"{title}{': ' if title else ''}{who}", fontsize=9)
+    ax0.set_xlabel("key j")
+    ax0.set_ylabel("query i")
+    ax1.imshow(view.gates.numpy(), cmap="magma", aspect="auto", vmin=0, vmax=1)
+    ax1.set_title(rf"gates $\gamma^h_{{qj}}$ of query q = {view.query}'s edges", fontsize=9)
+    ax1.set_xlabel("key j")
+    ax1.set_ylabel("head h")
+    H = view.head_sv.shape[0]
+    for h in range(H):
+        chosen = h == view.head
+        ax2.plot(view.head_sv[h].sort(descending=True).values.numpy(), color="C3" if chosen else "0.6",
+                 lw=2 if chosen else 0.8, zorder=3 if chosen else 2)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("index")
+    ax2.set_ylabel("singular value")
+    shown = f"head {view.head}: defect {float(view.head_defect[view.head]):.3f}" if view.head is not None else \
+        f"mean defect {float(view.head_defect.mean()):.3f}"
+    ax2.set_title(f"head transports T_h ({shown})", fontsize=9)
+    labels = [f"{i}←{j}" for i, j in view.edges]
+    ax3.bar(range(len(labels)), view.edge_defect.numpy(), color="C0")
+    ax3.set_xticks(range(len(labels)), labels)
+    ax3.set_ylim(0, 1)
+    ax3.set_xlabel("edge i←j (heaviest first)")
+    ax3.set_ylabel("rank-free defect")
+    ax3.set_title("edge transports T_ij: distance to a scaled isometry", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+N_PASSAGES = 4     # passages offered by the model explorer
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded(name: str):
+    from .models import load_model
+
+    return load_model(name)
+
+
+@functools.lru_cache(maxsize=4)
+def _batch(name: str, n_tokens: int) -> dict:
+    from .text import passages
+
+    return passages(_loaded(name)[1], n_passages=N_PASSAGES, n_tokens=n_tokens, seed=0)
+
+
+@functools.lru_cache(maxsize=8)
+def _passage(name: str, passage: int, n_tokens: int):
+    """A model's attention on one passage (all layers), its tokens, and its text; cached."""
+    model, tokenizer = _loaded(name)
+    one = {k: v[passage:passage + 1] for k, v in _batch(name, n_tokens).items()}
+    ids = one["input_ids"][0]
+    return layer_attention(model, one), tokenizer.convert_ids_to_tokens(ids), tokenizer.decode(ids)
+
+
+@functools.lru_cache(maxsize=16)
+def _heads(name: str, layer: int) -> HeadTransports:
+    return head_transports(_loaded(name)[0], layer)
+
+
+def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None = None, passage: int = 0,
+                   query: int = 1, n_tokens: int = 32):
+    """Controls for model, passage, layer, head and query token over :func:`model_figure`.
+
+    ``model`` is an offline short name (:data:`connlap_lite.models.OFFLINE`).  Each model is
+    loaded once and each passage run through it once (cached); a control change recomputes
+    only the shown layer.  ``.controls`` holds the controls, ``.readout`` a summary and
+    ``.view`` the current :class:`ModelView`.
+
+    Chapter: *Interactive explorers*.
+    """
+    import ipywidgets as widgets
+
+    from .metrics import sink_columns
+    from .models import OFFLINE
+
+    if model not in OFFLINE:
+        raise ValueError(f"model must be an offline short name, one of {list(OFFLINE)}; got {model!r}")
+    controls = {"model": widgets.Dropdown(options=list(OFFLINE), value=model, description="model"),
+                "passage": widgets.Dropdown(options=list(range(N_PASSAGES)), value=passage, description="passage"),
+                "layer": widgets.IntSlider(value=0, min=0, max=0, description="layer"),
+                "head": widgets.Dropdown(options=[("mean (P)", None)], value=None, description="head"),
+                "query": widgets.IntSlider(value=query, min=0, max=n_tokens - 1, description="query token")}
+    readout, out = widgets.HTML(), widgets.Output()
+    box = widgets.VBox([widgets.HBox([controls["model"], controls["passage"]]),
+                        widgets.HBox([controls["layer"], controls["head"], controls["query"]]), readout, out])
+    box.controls, box.readout, box.view = controls, readout, None
+    busy = [False]
+
+    def fit(attention, layer_value, head_value):
+        """Ranges of the layer and head controls for the current model, without redrawing."""
+        busy[0] = True
+        try:
+            L, H = len(attention), attention[0].shape[0]
+            controls["layer"].max = L - 1
+            controls["layer"].value = min(layer_value, L - 1)
+            controls["head"].options = [("mean (P)", None)] + [(f"head {h}", h) for h in range(H)]
+            controls["head"].value = head_value if head_value is None or head_value < H else None
+        finally:
+            busy[0] = False
+
+    def refresh(change=None):
+        if busy[0]:
+            return
+        name, p = controls["model"].value, controls["passage"].value
+        try:
+            attention, tokens, text = _passage(name, p, n_tokens)
+            if change is None or change["owner"] in (controls["model"], controls["passage"]):
+                fit(attention, controls["layer"].value if change else layer, controls["head"].value if change else head)
+            l, h, q = controls["layer"].value, controls["head"].value, controls["query"].value
+            encoder = OFFLINE[name][1] == "encoder"
+            view = model_view(attention[l], _heads(name, l), head=h, query=q, sinks=sink_columns(len(tokens), encoder))
+        except (ImportError, OSError, ValueError) as exc:
+            readout.value = f"<b>cannot show {name}</b>: {html.escape(str(exc))}"
+            out.clear_output()
+            return
+        box.view = view
+        readout.value = (f"<b>{name}</b>, layer {l}, {'mean walk' if h is None else f'head {h}'}; "
+                         f"query token {q} = <code>{html.escape(tokens[q])}</code>; heaviest edges' rank-free defect "
+                         f"{float(view.edge_defect.mean()):.3f}, head transports' scaled-isometry defect "
+                         f"{float(view.head_defect.mean()):.3f} (mean).<br><i>{html.escape(text[:160])}…</i>")
+        with out:
+            out.clear_output(wait=True)
+            _show(model_figure(view, name))
+
+    for c in controls.values():
+        c.observe(refresh, "value")
+    refresh()
+    return box

@@ -1,0 +1,122 @@
+"""The benchmarks run (on tiny sizes), write the JSON the performance appendix reads, and that JSON is sound."""
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+RESULTS = BENCH / "results"
+GOAL_KEYS = {"what", "measured", "goal", "op", "unit", "met", "reason"}
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def positive(x):
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def check_schema(res, name, quick):
+    assert res["benchmark"] == name
+    assert res["quick"] is quick
+    m = res["machine"]
+    assert {"date_utc", "torch", "cpus", "memory_gib", "omp_num_threads"} <= set(m), m
+    assert res["goals"], f"{name} states no goal"
+    for g in res["goals"]:
+        assert set(g) == GOAL_KEYS, g
+        assert g["op"] in ("<=", ">=")
+        if g["measured"] is None:
+            assert g["met"] is None and g["reason"], f"{name}: an unmeasured goal must say why: {g}"
+        else:
+            assert positive(g["measured"]), g
+            assert g["met"] == (g["measured"] <= g["goal"] if g["op"] == "<=" else g["measured"] >= g["goal"])
+
+
+def test_walk_apply_quick(tmp_path):
+    res = load("walk_apply").main(["--quick", "--json", str(tmp_path / "w.json")])
+    check_schema(json.loads((tmp_path / "w.json").read_text()), "walk_apply", True)
+    for row in res["rows"]:
+        assert all(positive(r) for r in row["ratio"].values()), row["ratio"]
+        assert row["error_vs_torch"] < 1e-10                    # the walk computes the same attention
+        assert len(row["seconds"]["walk"]) == res["settings"]["rounds"]
+    assert any("dense" in r["seconds"] for r in res["rows"])
+
+
+def test_walk_apply_skips_dense_above_the_cap(tmp_path, monkeypatch):
+    mod = load("walk_apply")
+    monkeypatch.setitem(mod.QUICK, "dense_cap_gib", 1e-6)
+    res = mod.main(["--quick", "--json", str(tmp_path / "w.json")])
+    assert all("dense_skipped" in r and "GiB" in r["dense_skipped"] for r in res["rows"])
+    assert res["dense_largest_n"] is None and res["dense_first_skipped_n"] == res["rows"][0]["n"]
+
+
+def test_spectra_quick(tmp_path):
+    res = load("spectra").main(["--quick", "--json", str(tmp_path / "s.json")])
+    check_schema(json.loads((tmp_path / "s.json").read_text()), "spectra", True)
+    for row in res["rows"]:
+        assert positive(row["arpack_seconds"]) and row["matvecs"] > 0
+        if "dense_seconds" in row:
+            assert row["error_vs_dense"] < 1e-6                 # ARPACK finds the dense solver's eigenvalues
+
+
+def test_extraction_quick(tmp_path):
+    res = load("extraction").main(["--quick", "--json", str(tmp_path / "e.json")])
+    check_schema(json.loads((tmp_path / "e.json").read_text()), "extraction", True)
+    assert [r["n_layer"] for r in res["layers"]] == res["settings"]["layers"]
+    for row in res["layers"]:
+        assert all(positive(r) for r in row["ratio"].values())
+        assert set(row["memory"]) >= {"floor", "forward", "walks"}
+
+
+def test_gpu_8b_quick_and_no_gpu_report(tmp_path):
+    mod = load("gpu_8b")
+    res = mod.main(["--quick", "--json", str(tmp_path / "g.json")])
+    assert all(positive(r["tokens_per_second"]) for r in res["runs"])
+    check_schema(json.loads((tmp_path / "g.json").read_text()), "gpu_8b", True)
+    import torch
+    if not torch.cuda.is_available():
+        none = mod.main(["--json", str(tmp_path / "none.json")])
+        assert none["status"].startswith("not run") and none["goals"][0]["met"] is None
+        assert "gpu_8b.py" in none["reproduce"]
+
+
+def test_book_times_quick_and_log(tmp_path):
+    mod = load("book_times")
+    res = mod.main(["--quick", "--json", str(tmp_path / "b.json")])
+    assert res["notebooks"]["scratch.ipynb"]["status"] == "ok"
+    check_schema(json.loads((tmp_path / "b.json").read_text()), "book_times", True)
+    log = ("12.50s call     book/theory/walks.ipynb::Cell 3\n 0.50s setup    book/theory/walks.ipynb::Cell 0\n"
+           "3.00s call     book/models/reading.ipynb::Cell 7\n1.0s call tests/test_walks.py::test_x\n")
+    assert mod.parse_durations(log) == {"book/theory/walks.ipynb": 13.0, "book/models/reading.ipynb": 3.0}
+
+
+def test_goal_rows_say_whether_they_are_met():
+    C = load("_common")
+    assert C.goal("x", 1.2, 1.3, "x")["met"] is True
+    assert C.goal("x", 1.4, 1.3, "x")["met"] is False
+    assert C.goal("x", 2.0, 1.0, "x", op=">=")["met"] is True
+    assert C.goal("x", None, 1.0, "x", reason="no GPU")["met"] is None
+
+
+NAMES = ["extraction", "walk_apply", "spectra", "gpu_8b", "book_times"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_results_parse(name):
+    path = RESULTS / f"{name}.json"
+    assert path.exists(), f"{path} is missing: run `python benchmarks/{name}.py` (or `make bench`)"
+    check_schema(json.loads(path.read_text()), name, False)
+
+
+def test_run_prints_the_table_of_committed_results(capsys):
+    assert load("run").main(["--table"]) == 0
+    out = capsys.readouterr().out
+    for name in NAMES:
+        assert name in out
+    assert "(no results" not in out

