@@ -50,9 +50,15 @@ def _meminfo_gib() -> float | None:
 
 
 def machine() -> dict:
-    """The facts a number depends on: CPU, cores, memory, versions, threads, date, load."""
-    import torch
+    """The facts a number depends on: CPU, cores, memory, versions, threads, date, load.
 
+    Runs without torch too (book_times.py times ``make test`` from a bare Python): torch's
+    fields are then None.
+    """
+    try:
+        import torch
+    except ImportError:
+        torch = None
     info = {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "platform": platform.platform(),
@@ -60,10 +66,10 @@ def machine() -> dict:
         "cpus": os.cpu_count(),
         "memory_gib": _meminfo_gib(),
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch.__version__ if torch else None,
         "omp_num_threads": THREADS,
-        "torch_threads": torch.get_num_threads(),
-        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        "torch_threads": torch.get_num_threads() if torch else None,
+        "cuda": torch.cuda.get_device_name() if torch and torch.cuda.is_available() else None,
         "load_average_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
     for mod in ("transformers", "scipy", "numpy"):
