@@ -46,3 +46,23 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
         P = att[layer].double().mean(1)
         sink = P[:, 1:, 0].mean(1).numpy()
         assert np.allclose(rep["conditions"]["trained"]["sink"][layer], sink, atol=1e-5)
+    # the E1 metric of the scorecard, tv_norm_nosink, by hand from the same attention: sink column 0 removed,
+    # rows renormalised (the first row, left empty, keeps a self-loop), normalised by the distance of each walk
+    # from the causal-uniform walk with the same column removed
+    n = P.shape[-1]
+
+    def drop_sink(A):
+        A = A.clone()
+        A[..., 0] = 0
+        mass = A.sum(-1, keepdim=True)
+        return torch.where(mass > 0, A / mass.clamp_min(1e-300), torch.eye(n, dtype=A.dtype))
+
+    def tv(A, B):
+        return 0.5 * (A - B).abs().sum(-1).mean(-1)
+
+    U = drop_sink(torch.tril(torch.ones(n, n, dtype=torch.float64)) / torch.arange(1, n + 1)[:, None])
+    for layer in (0, 14, 28):
+        A, B = (drop_sink(att[k].double().mean(1)) for k in (layer, layer + 1))
+        by_hand = (tv(A, B) / (0.5 * (tv(A, U) + tv(B, U)))).numpy()
+        assert np.allclose(rep["conditions"]["trained"]["tv_norm_nosink"][layer], by_hand, atol=1e-5)
+    assert rep["head_dim"] == dh
