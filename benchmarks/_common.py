@@ -207,3 +207,22 @@ def print_goals(payload: dict):
         m = "n/a" if g["measured"] is None else f"{g['measured']:.3g}"
         ok = {True: "yes", False: "NO", None: "not run"}[g["met"]]
         print(f"  {g['what']:<58} {m:>9} {g['op']} {g['goal']:<6g} {g['unit']:<22} {ok}")
+
+
+def finish(name: str, report: dict, path=None) -> dict:
+    """Write ``report`` (see :func:`write`), print its goal table and where it went; return it."""
+    out = write(name, report, path)
+    print_goals(report)
+    print(f"wrote {out}")
+    return report
+
+
+def quick_json_main(name: str, run, doc: str, argv=None):
+    """The command line of a benchmark taking only ``--quick`` and ``--json``: ``run(quick, json)``."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
+    ap.add_argument("--json", default=None, help=f"where to write (default benchmarks/results/{name}.json)")
+    args = ap.parse_args(argv)
+    return run(args.quick, args.json)

@@ -158,10 +158,7 @@ def run(args) -> dict:
             r = report["notebooks"][nb]
             print(f"{r['seconds']:.0f} s {r['status']}", flush=True)
     summarise(report)
-    out = C.write("book_times", report, target)
-    C.print_goals(report)
-    print(f"wrote {out}")
-    return report
+    return C.finish("book_times", report, target)
 
 
 def main(argv=None):

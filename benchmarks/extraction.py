@@ -218,10 +218,7 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
         goals.append(C.goal(f"extraction: walks time / TransformerLens run_with_cache ({last['n_layer']} layers)",
                             C.ratio(last["seconds"], "walks", "tl"), 1.0, "x TransformerLens"))
     report["goals"] = goals
-    path = C.write("extraction", report, out)
-    C.print_goals(report)
-    print(f"wrote {path}")
-    return report
+    return C.finish("extraction", report, out)
 
 
 def main(argv=None):

@@ -15,7 +15,6 @@ Chapter: *Performance* (``book/appendix/performance.ipynb``).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -98,18 +97,11 @@ def run(quick: bool, out: str | None = None) -> dict:
                                       dense[-1]["ratio_dense_over_arpack"], 1.0, "x ARPACK", op=">="))
         report["goals"].append(C.goal("spectra: ARPACK agrees with dense (largest error in an eigenvalue's modulus)",
                                       max(max(r["error_vs_dense"] for r in dense), 1e-300), 1e-6, "absolute"))
-    path = C.write("spectra", report, out)
-    C.print_goals(report)
-    print(f"wrote {path}")
-    return report
+    return C.finish("spectra", report, out)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/spectra.json)")
-    args = ap.parse_args(argv)
-    return run(args.quick, args.json)
+    return C.quick_json_main("spectra", run, __doc__, argv)
 
 
 if __name__ == "__main__":

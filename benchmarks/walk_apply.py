@@ -22,7 +22,6 @@ Chapter: *Performance* (``book/appendix/performance.ipynb``).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -131,18 +130,11 @@ def run(quick: bool, out: str | None = None) -> dict:
     if dense_rows:
         report["goals"].append(C.goal(f"walk apply: dense matvec / factored apply at n={dense_rows[-1]['n']}",
                                       dense_rows[-1]["ratio"]["dense/apply"], 1.0, "x factored", op=">="))
-    path = C.write("walk_apply", report, out)
-    C.print_goals(report)
-    print(f"wrote {path}")
-    return report
+    return C.finish("walk_apply", report, out)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes (seconds)")
-    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/walk_apply.json)")
-    args = ap.parse_args(argv)
-    return run(args.quick, args.json)
+    return C.quick_json_main("walk_apply", run, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -284,9 +284,10 @@ def spearman(x, y) -> tuple[float, float]:
     from scipy.stats import spearmanr
 
     x, y = list(x), list(y)
-    rho = float(spearmanr(x, y).statistic)
+    result = spearmanr(x, y)
+    rho = float(result.statistic)
     if len(x) > 8:
-        return rho, float(spearmanr(x, y).pvalue)
+        return rho, float(result.pvalue)
     orders = np.array(list(permutations(range(len(y)))))
     rhos = _rank_corr(np.asarray(x, float), np.asarray(y, float)[orders])
     return rho, float(np.mean(np.abs(rhos) >= abs(rho) - 1e-12))

@@ -22,7 +22,6 @@ Chapter: *Reading a real transformer as a connection walk*.
 from __future__ import annotations
 
 import contextlib
-
 import hashlib
 import importlib
 import importlib.util

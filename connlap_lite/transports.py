@@ -102,6 +102,13 @@ class Transport:
         """``(W f)_i = sum_j P_ij T_ij f_j`` for a section ``F`` of shape ``(n, d)``."""
         raise NotImplementedError
 
+    def applier(self, P: torch.Tensor):
+        """``F -> apply(P, F)`` for one fixed ``P``, for many products (an eigen-solver's).
+
+        A transport whose products share work that depends only on ``P`` does it here, once.
+        """
+        return lambda F: self.apply(P, F)
+
     def blocks(self, n: int) -> torch.Tensor:
         """All ``T_ij`` as an ``(n, n, d, d)`` array (dense; small ``n`` only)."""
         raise NotImplementedError
@@ -161,10 +168,16 @@ class MixtureTransport(Transport):
         self.d = heads.d
 
     def apply(self, P, F):
-        """``P = None`` applies the weights alone (a mixture whose weights already hold ``P``)."""
+        return self._apply_weighted(P[None] * self.weights, F)
+
+    def applier(self, P):
+        """``P`` times the ``(H, n, n)`` weights is formed once (one more array of that size)."""
+        weighted = P[None] * self.weights
+        return lambda F: self._apply_weighted(weighted, F)
+
+    def _apply_weighted(self, weighted, F):
         read = torch.einsum("jd,hrd->hjr", F, self.heads.V)
-        moved = (self.weights if P is None else P[None] * self.weights) @ read
-        return torch.einsum("hir,hdr->id", moved, self.heads.U)
+        return torch.einsum("hir,hdr->id", weighted @ read, self.heads.U)
 
     def blocks(self, n):
         return torch.einsum("hij,hde->ijde", self.weights, self.heads.dense())

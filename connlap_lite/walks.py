@@ -162,13 +162,11 @@ class ConnectionWalk:
 
         N = self.n * self.d
         walk = self.to(dtype=torch.float64)
-        P, transport = walk.P, walk.transport
-        if isinstance(transport, MixtureTransport):      # P times the gates once, not at every product
-            P, transport = None, MixtureTransport(walk.P[None] * transport.weights, transport.heads)
+        step = walk.transport.applier(walk.P)
 
         def matvec(v):
             v = torch.as_tensor(np.asarray(v, dtype=np.float64).reshape(-1), device=walk.P.device)
-            y = transport.apply(P, v.reshape(walk.n, walk.d)).reshape(-1).cpu().numpy()
+            y = step(v.reshape(walk.n, walk.d)).reshape(-1).cpu().numpy()
             return v.cpu().numpy() - y if generator else y
 
         return LinearOperator((N, N), matvec=matvec, dtype=np.float64)

@@ -16,3 +16,20 @@ def random_orthogonal(rng, d):
 def rel(a, b):
     a, b = torch.as_tensor(a), torch.as_tensor(b)
     return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
+
+
+def toc_files(toc: dict, skip_parts=()) -> list[str]:
+    """The pages of a Jupyter Book ``_toc.yml`` in reading order: the root, then every chapter and
+    (nested) section of every part whose caption is not in ``skip_parts``."""
+    files = [toc["root"]]
+
+    def collect(entries):
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            collect(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        if part.get("caption") not in skip_parts:
+            collect(part.get("chapters", []))
+    return files

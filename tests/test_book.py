@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import conftest
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
@@ -15,12 +17,7 @@ TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 
 
 def toc_files():
-    files = [TOC["root"]]
-    for part in TOC.get("parts", []):
-        for ch in part.get("chapters", []):
-            files.append(ch["file"])
-            files += [s["file"] for s in ch.get("sections", [])]
-    return files
+    return conftest.toc_files(TOC)
 
 
 def cells(nb, kind):

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
+import conftest
+
 from connlap_lite import exercises as E
 from connlap_lite.exercises import ExerciseFailed, stub_source, student_edition, student_notebook
 
@@ -20,18 +22,7 @@ BACK_MATTER = "Back matter"                             # the one part whose pag
 
 def toc_chapters(toc: dict) -> list[str]:
     """Every page of every part of ``toc`` except the back matter and the root, relative to book/."""
-    files = []
-
-    def collect(entries):
-        for entry in entries:
-            if "file" in entry:
-                files.append(entry["file"])
-            collect(entry.get("sections", []))
-
-    for part in toc["parts"]:
-        if part.get("caption") != BACK_MATTER:
-            collect(part.get("chapters", []))
-    return [f.removeprefix("book/") for f in files if f != toc["root"]]
+    return [f.removeprefix("book/") for f in conftest.toc_files(toc, skip_parts=(BACK_MATTER,)) if f != toc["root"]]
 
 
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import conftest
+
 ROOT = Path(__file__).resolve().parents[2]
 if not os.environ.get("CONNLAP_SITE"):
     pytest.skip("the browser test runs through `make browser`, which sets CONNLAP_SITE", allow_module_level=True)
@@ -40,12 +42,7 @@ WIDGET_CDNS = ("https://cdnjs.cloudflare.com/ajax/libs/require.js/", "https://cd
 
 def toc_pages():
     """Every page of _toc.yml, in reading order (the files on disk are checked against it below)."""
-    files = [TOC["root"]]
-    for part in TOC.get("parts", []):
-        for ch in part.get("chapters", []):
-            files.append(ch["file"])
-            files += [s["file"] for s in ch.get("sections", [])]
-    return files
+    return conftest.toc_files(TOC)
 
 
 PAGES = toc_pages()
