@@ -31,6 +31,13 @@ WORKER_ENV = {"OMP_NUM_THREADS": str(THREADS), "MALLOC_MMAP_THRESHOLD_": "65536"
               "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
 
 
+def portable(path) -> str:
+    """A path as the results may record it: relative to the repository inside it, else only its name
+    (a committed result never carries a path of the machine it was made on)."""
+    path = Path(os.path.abspath(path))
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+
+
 def set_threads():
     """One setting for every benchmark: ``OMP_NUM_THREADS`` (default 1) threads in torch too."""
     import torch

@@ -141,15 +141,15 @@ def run(args) -> dict:
             if _CALLER_OMP is not None:
                 env["OMP_NUM_THREADS"] = _CALLER_OMP
             proc = subprocess.run(["make", "test"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT, env=env)
-        report["make_test"] = {"seconds": time.perf_counter() - start, "returncode": proc.returncode, "log": str(log),
+        report["make_test"] = {"seconds": time.perf_counter() - start, "returncode": proc.returncode, "log": C.portable(log),
                                "omp_num_threads": _CALLER_OMP or "unset (torch's default)",
                                "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         args.from_log = args.from_log or str(log)
     if args.from_log:
         per = parse_durations(Path(args.from_log).read_text())
         for nb, s in per.items():
-            report["notebooks"][nb] = {"seconds": s, "status": "from log", "log": str(args.from_log)}
-        report["method"] = f"pytest --durations log {args.from_log}"
+            report["notebooks"][nb] = {"seconds": s, "status": "from log", "log": C.portable(args.from_log)}
+        report["method"] = f"pytest --durations log {C.portable(args.from_log)}"
     elif not args.list_only:                       # (reached only without --make-test and --from-log)
         chosen = [nb for nb in notebooks if not args.only or any(o in nb for o in args.only)]
         for nb in chosen:

@@ -157,7 +157,9 @@ def tl_status(python: str) -> dict:
 def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> dict:
     cfg = QUICK if quick else FULL
     tl = {"available": False, "skipped": "--quick"} if quick else tl_status(tl_python or sys.executable)
-    report = {"quick": quick, "settings": {k: v for k, v in cfg.items()}, "transformer_lens": tl,
+    # the report names the interpreter by its file name only (no path of this machine)
+    shown = {**tl, "python": C.portable(tl["python"])} if "python" in tl else tl
+    report = {"quick": quick, "settings": {k: v for k, v in cfg.items()}, "transformer_lens": shown,
               "time_method": "interleaved rounds in one process (order rotated), median of per-round ratios",
               "memory_method": MEMORY_QUICK if quick else MEMORY_METHOD,
               "pretrained": [], "layers": []}

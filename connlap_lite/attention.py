@@ -1,6 +1,6 @@
 """Attention as connection walks: reference attention and its exact decompositions.
 
-Weights use the row convention of THEORY.md, ``Q = X W_Q``:
+Weights use the row convention of the chapter *Single-head attention*, ``Q = X W_Q``:
 
 =====  ================  =========================================
 name   shape             meaning

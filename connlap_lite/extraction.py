@@ -30,7 +30,7 @@ from .walks import ConnectionWalk
 def head_transports(model, layer: int) -> HeadTransports:
     """Layer ``layer``'s head transports ``T_h = W_O^h W_V^{g(h)}``, factored.
 
-    ``.dense()`` gives the ``(H, d, d)`` matrices in THEORY.md's column convention;
+    ``.dense()`` gives the ``(H, d, d)`` matrices in the book's column convention (``book/theory/walks.ipynb``);
     ``.offset`` is the affine part ``c`` from the value and output biases (or None);
     ``.groups[h]`` is the key/value group ``g(h)``.
 

@@ -1,4 +1,4 @@
-"""Metrics for the empirical claims E1-E3, each defined by a formula (THEORY.md, METHODS.md).
+"""Metrics for the empirical claims E1-E3, each defined by a formula (chapters *E1*, *E2*, *E3*).
 
 Walk metrics take row-stochastic ``(n, n)`` walk matrices (one passage, one layer);
 transport metrics take :class:`HeadTransports` or ``(d, d)`` matrices.  Every metric is

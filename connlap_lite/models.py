@@ -1,7 +1,7 @@
 """The model zoo: offline pretrained models by short name, hub ids otherwise, and their nulls.
 
 =====================  ================================================================
-short name             what it is (packages in MODELS.md; loads with no network)
+short name             what it is (PyPI packages in requirements-models.txt; no network)
 =====================  ================================================================
 ``minilm-l6``          all-MiniLM-L6-v2, a 6-layer BERT encoder (safetensors)
 ``smollm2-135m``       SmolLM2-135M-Instruct, Llama architecture (GGUF Q4_1)

@@ -1,7 +1,7 @@
 """Edge transports: the linear maps a connection walk applies along its edges.
 
 A transport ``T_ij`` maps the fibre at token ``j`` to the fibre at token ``i``
-(column convention, THEORY.md).  Four shapes of transport cover the book:
+(column convention of the chapter *Connection walks*).  Four shapes of transport cover the book:
 
 ``ConstantTransport``  one ``d x d`` matrix on every edge (D2, single head);
 ``MixtureTransport``   ``T_ij = sum_h weights[h, i, j] T_h`` with the ``T_h``
@@ -25,7 +25,7 @@ class HeadTransports:
 
     For attention head ``h`` in group ``g(h)``, ``U_h = W_O^h`` read as a ``d x d_h``
     map and ``V_h = W_V^{g(h)}`` as a ``d_h x d`` map, so ``T_h = (W_V W_O)^T``
-    in THEORY.md's column convention; its rank is at most ``d_h`` (P3).
+    in the book's column convention; its rank is at most ``d_h`` (P3).
 
     Parameters
     ----------

@@ -245,3 +245,35 @@ def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
     assert upload["with"]["path"] == "_build/html"
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)
+
+
+# --- the repository is self-contained ------------------------------------------------------------------------
+def committed_text_files():
+    """Every text file git tracks (what a clone holds), JSON results included."""
+    import subprocess
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in filter(None, listed.split("\0")):
+        path = ROOT / name
+        if path.suffix in {".md", ".ipynb", ".py", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".bib", ".json",
+                           ".cff", ".tex", ".sty", ""} and path.is_file():
+            yield path
+
+
+# the spec files that lived beside the repository while it was written; built from parts so that this test
+# does not find itself
+OUTSIDE_DOCS = re.compile("|".join(re.escape(stem + ".md") for stem in ("THEO" + "RY", "METH" + "ODS", "MOD" + "ELS"))
+                          + r"|\.\./" + "sha" + "red/")
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:tmp|root|home|work|Users|private/var)/[\w.+-]")
+
+
+def test_no_file_refers_to_files_outside_the_repository():
+    """Definitions and conventions live in the book's own chapters; a clone must make sense alone."""
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in committed_text_files()
+             for i, line in enumerate(p.read_text(errors="ignore").splitlines(), 1) if OUTSIDE_DOCS.search(line)]
+    assert not found, f"cite the book's chapters instead of files outside the repository: {found}"
+
+
+def test_no_committed_file_carries_a_path_of_the_machine_it_was_made_on():
+    found = [f"{p.relative_to(ROOT)}:{i}: {MACHINE_PATH.search(line).group()}" for p in committed_text_files()
+             for i, line in enumerate(p.read_text(errors="ignore").splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not found, f"record paths relative to the repository (benchmarks/_common.py: portable): {found}"
