@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks html-strict browser chromium student clean bench
+.PHONY: install book test unit notebooks html-strict browser chromium reader pdf student clean bench
 
 install: $(STAMP)
 
@@ -32,9 +32,9 @@ book: install $(FULLSTAMP)
 	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
 	@echo "book: _build/html/index.html"
 
-# (tests/browser needs the built site: the browser target runs it)
+# (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
 unit: install
-	$(PY) -m pytest -q --doctest-modules connlap_lite tests --ignore=tests/browser
+	$(PY) -m pytest -q --doctest-modules connlap_lite tests --ignore=tests/browser --ignore=tests/reader
 
 notebooks: install
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0 book
@@ -54,7 +54,21 @@ chromium:
 browser: html-strict chromium
 	CONNLAP_SITE=_build/strict/_build/html $(PY) -m pytest -q tests/browser
 
-test: unit notebooks html-strict browser
+# The package as readers get it: sdist and wheel built from the tracked files, installed into a fresh
+# virtual environment outside the checkout, and two chapters copied out alone and run there (tests/reader).
+reader: install
+	$(PY) -m pytest -q tests/reader
+
+test: unit notebooks html-strict browser reader
+
+# The whole book as one PDF for teaching (_build/book.pdf): the executed single-page HTML build printed by
+# Debian's Chromium, then checked (pages, chapter titles, references, figures, math: tools/book_pdf.py).
+# PDF_FULL=1 (default) prints make book's measurements; PDF_FULL=0 make test's smaller ones (faster).
+PDF_FULL ?= 1
+pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
+	CONNLAP_FULL=$(PDF_FULL) $(VENV)/bin/jupyter-book build . --builder singlehtml --keep-going --path-output _build/pdf-$(PDF_FULL)
+	$(PY) tools/book_pdf.py _build/pdf-$(PDF_FULL)/_build/singlehtml _build/book.pdf
+	@echo "pdf: _build/book.pdf"
 
 # The student edition: every notebook with its graded solutions emptied, in _build/student (book/ untouched).
 student: install

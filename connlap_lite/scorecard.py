@@ -130,3 +130,51 @@ def scorecard(reports: list[dict]) -> list[dict]:
 def _combine(verdicts: list[str]) -> str:
     """All models agree -> that verdict; otherwise 'partly' (mixed across models)."""
     return verdicts[0] if len(set(verdicts)) == 1 else "partly"
+
+
+def verdict_box(rows: list[dict], claim: str, table: dict | None = None, what: str = "model-metric pairs") -> str:
+    """The opening verdict box of an empirical chapter, in Markdown, written from computed verdicts only.
+
+    One line per structure from the scorecard ``rows`` of ``claim`` (with each model's verdict where the
+    row has them), and, if the chapter has a finer table of its own (``{key: verdict}``, of ``what``), how
+    many of its entries got each verdict.  A chapter glues this text, so its box cannot contradict its numbers.
+
+    Examples
+    --------
+    >>> rows = [{"claim": "E2", "structure": "decoder", "metric": "head_defect, data_defect",
+    ...          "verdict": "does not", "per_model": [{"model": "a", "verdict": "does not"}]}]
+    >>> print(verdict_box(rows, "E2", {"a/head": "does not", "a/data": "holds"}))
+    - **E2, decoder** (`head_defect, data_defect`): **does not** (a: does not)
+    - the chapter's table of 2 model-metric pairs: *holds* 1, *does not* 1
+    """
+    lines = []
+    for r in rows:
+        if r["claim"] != claim:
+            continue
+        who = "; ".join(f"{x['model']}: {x['verdict']}" for x in r.get("per_model", []))
+        lines.append(f"- **{claim}, {r['structure']}** (`{r['metric']}`): **{r['verdict']}**"
+                     + (f" ({who})" if who else ""))
+    if not lines:
+        raise ValueError(f"claim {claim!r} has no row in the scorecard rows given; claims there: "
+                         f"{sorted({r['claim'] for r in rows})}")
+    if table:
+        counts: dict[str, int] = {}
+        for v in table.values():
+            counts[v] = counts.get(v, 0) + 1
+        order = sorted(counts, key=lambda v: (not v.startswith("holds"), not v.startswith("partly"), v))
+        lines.append(f"- the chapter's table of {len(table)} {what}: "
+                     + ", ".join(f"*{v}* {counts[v]}" for v in order))
+    return "\n".join(lines)
+
+
+def glue_verdict(name: str, markdown: str) -> None:
+    """Hand a verdict box's Markdown to the book under ``name`` (myst-nb's ``glue``; the chapter's opening
+    ``{glue:md}`` box shows it), or, where myst-nb is absent (Colab, a plain Jupyter), display it here."""
+    from IPython.display import Markdown, display
+
+    try:
+        from myst_nb import glue
+    except ModuleNotFoundError:
+        display(Markdown(markdown))
+    else:
+        glue(name, Markdown(markdown), display=False)

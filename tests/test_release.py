@@ -1,0 +1,50 @@
+"""Release metadata agrees with itself: one version (connlap_lite.__version__) in the package, the book,
+CITATION.cff and CHANGELOG.md, and one citation in CITATION.cff and the README."""
+import re
+from pathlib import Path
+
+import yaml
+
+import connlap_lite
+
+ROOT = Path(__file__).resolve().parents[1]
+CFF = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+README = (ROOT / "README.md").read_text()
+
+
+def readme_bibtex() -> dict:
+    entry = re.search(r"```bibtex\n@\w+\{[^,]+,\n(.*?)\n\}\n```", README, re.S)
+    assert entry, "README.md has no ```bibtex entry"
+    return {k: v.strip() for k, v in re.findall(r"^\s*(\w+)\s*=\s*\{(.*)\},?\s*$", entry.group(1), re.M)}
+
+
+def test_citation_file_matches_the_readme():
+    bib = readme_bibtex()
+    pref = CFF["preferred-citation"]
+    assert pref["title"] == CFF["title"] == bib["title"]
+    assert pref["url"] == CFF["url"] == CFF["repository-code"] == bib["url"]
+    assert str(pref["year"]) == bib["year"] == CFF["date-released"][:4]
+    assert [a["name"] for a in pref["authors"]] == [a["name"] for a in CFF["authors"]] == [bib["author"].strip("{}")]
+
+
+def test_one_version_everywhere():
+    v = connlap_lite.__version__
+    assert re.fullmatch(r"\d+\.\d+\.\d+", v), v
+    assert CFF["version"] == v, f"CITATION.cff says {CFF['version']}, the package {v}"
+    latest = re.search(r"^## (\S+) \((\d{4}-\d\d-\d\d)\)", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert latest and latest.group(1) == v, f"CHANGELOG.md's latest entry is {latest and latest.group(1)}, not {v}"
+    assert latest.group(2) == CFF["date-released"], "CITATION.cff's date-released is the latest changelog date"
+    assert 'version = { attr = "connlap_lite.__version__" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_book_shows_the_version():
+    import sys
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    try:
+        import connlap_version
+    finally:
+        sys.path.pop(0)
+    assert connlap_version.read_version() == connlap_lite.__version__
+    assert "{{ version }}" in (ROOT / "book" / "intro.md").read_text()
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["local_extensions"] == {"connlap_version": "book/_ext"}
