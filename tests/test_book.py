@@ -311,3 +311,17 @@ def test_empirical_chapter_folds_its_plumbing(path):
     assert len(folded) >= 4, f"{path.name}: fold the cells that only compute or format (tag hide-input)"
     assert all("hide-input" in c.get("metadata", {}).get("tags", []) for c in plotting), \
         f"{path.name}: a plotting helper is shown in full; tag it hide-input"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_glued_key_the_text_pastes_is_glued_by_the_notebook(path):
+    """A {glue:...} in the prose pastes a value one of the notebook's own cells computes (myst-nb glues within a
+    page only), so a computed word cannot silently go missing."""
+    nb = load(path)
+    md = "\n".join(cells(nb, "markdown"))
+    pasted = set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", md)) | set(re.findall(r"```\{glue(?::\w+)?\} (\S+)", md))
+    code = "\n".join(cells(nb, "code"))
+    glued = set(re.findall(r"\b(?:glue|glue_verdict)\(\s*[\"']([^\"']+)[\"']", code))
+    assert pasted <= glued, f"{path.name} pastes {sorted(pasted - glued)} that no cell glues"
+    assert not re.search(r"\{glue:text\}`[^`]+`", md) or "glue(" in code, \
+        f"{path.name}: glue:text pastes text/plain; scorecard.glue_verdict glues Markdown, paste it with glue:md"
