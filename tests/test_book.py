@@ -290,9 +290,11 @@ EMPIRICAL = [p for p in NOTEBOOKS if p.parent.name == "empirical"]
 @pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
 def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
     nb = load(path)
-    opening = "".join(nb["cells"][1]["source"])
-    assert nb["cells"][1]["cell_type"] == "markdown" and opening.startswith(":::{admonition}"), \
-        f"{path.name}: the cell after the title must be the verdict box"
+    first = cells(nb, "markdown")[0]
+    box = re.search(r"^:::\{admonition\}.*?^:::$", first, re.M | re.S)
+    assert box and box.start() < first.index("\n## Overview"), \
+        f"{path.name}: the chapter must open with its verdict box, under the title and before the Overview"
+    opening = box.group()
     keys = re.findall(r"```\{glue:md\} (\w+)", opening)
     assert len(keys) == 1, f"{path.name}: the verdict box must paste one glued text ({{glue:md}} KEY)"
     assert not re.search(r"\b(holds|does not|partly|inconclusive)\b", opening), \
