@@ -11,6 +11,12 @@ module             idea
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
 ``text``           real English passages that ship with Python
+``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
+``analysis``       ``analyze``: every metric of a model against its nulls, cached
+``scorecard``      the verdict rules of E1-E3 and the chapters' verdict boxes
+``plots``          per-layer curves against the nulls
+``exercises``      graded exercises: the ``check_*`` functions and the student edition
+``testing``        what checks share: relative error, random orthogonal matrices
 ``widgets``        interactive explorers (ipywidgets); not imported here:
                    ``from connlap_lite import widgets``
 =================  ==================================================

@@ -7,7 +7,7 @@ import torch
 
 from connlap_lite import (AttentionWeights, attention_patterns, mha_walk, multi_head_attention,
                           sha_walk, walk_from_heads)
-from conftest import rel
+from connlap_lite.testing import rel
 
 
 def naive_mha(X, w, allowed, bias=None):

@@ -327,3 +327,12 @@ def test_every_glued_key_the_text_pastes_is_glued_by_the_notebook(path):
     assert pasted <= glued, f"{path.name} pastes {sorted(pasted - glued)} that no cell glues"
     assert not re.search(r"\{glue:text\}`[^`]+`", md) or "glue(" in code, \
         f"{path.name}: glue:text pastes text/plain; scorecard.glue_verdict glues Markdown, paste it with glue:md"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_reads_in_the_book_order(path):
+    """One spine for every chapter: Overview first, then the body, then Checks, then Exercises last."""
+    heads = [line[3:].strip() for text in cells(load(path), "markdown")
+             for line in text.splitlines() if line.startswith("## ")]
+    assert heads and heads[0] == "Overview", f"{path.name}: the first section must be Overview, not {heads[:1]}"
+    assert heads[-2:] == ["Checks", "Exercises"], f"{path.name}: end with Checks, then Exercises (sections: {heads})"

@@ -7,7 +7,7 @@ from connlap_lite import (AttentionWeights, ConnectionWalk, HeadTransports, conn
                           dirichlet_energy, generator_spectrum, isometry_defect, random_walk_connection,
                           reversibility_defect, sha_walk, stationary_distribution, stochasticity_defect,
                           symmetry_defect)
-from conftest import random_orthogonal, rel
+from connlap_lite.testing import random_orthogonal, rel
 
 
 def vdm(rng, n=6, d=3):
@@ -16,7 +16,7 @@ def vdm(rng, n=6, d=3):
     for i in range(n):
         O[i, i] = np.eye(d)
         for j in range(i + 1, n):
-            q = random_orthogonal(rng, d)
+            q = random_orthogonal(d, rng)
             O[i, j], O[j, i] = q, q.T
     return w, O
 
@@ -73,7 +73,7 @@ def test_stochasticity_defect():
 
 def test_isometry_defect_formula(rng):
     s = np.array([3.0, 1.0, 0.5])
-    U, V = random_orthogonal(rng, 5)[:, :3], random_orthogonal(rng, 5)[:, :3]
+    U, V = random_orthogonal(5, rng)[:, :3], random_orthogonal(5, rng)[:, :3]
     T = U @ np.diag(s) @ V.T
     expected = np.sqrt(1 - s.sum() ** 2 / (3 * (s ** 2).sum()))
     assert abs(float(isometry_defect(T)) - expected) < 1e-12

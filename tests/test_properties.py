@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from connlap_lite import (AttentionWeights, ConnectionWalk, attention_patterns, connection_laplacian,
                           dirichlet_energy, mha_walk, multi_head_attention, random_walk_connection,
                           sha_walk, stationary_distribution)
-from conftest import rel
+from connlap_lite.testing import rel
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -48,3 +48,11 @@ def test_the_book_shows_the_version():
     assert "{{ version }}" in (ROOT / "book" / "intro.md").read_text()
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["sphinx"]["local_extensions"] == {"connlap_version": "book/_ext"}
+
+
+def test_the_package_table_lists_every_public_module():
+    """connlap_lite's opening docstring names every public module (not those starting with _, not __main__)."""
+    import pkgutil
+    public = {m.name for m in pkgutil.iter_modules(connlap_lite.__path__) if not m.name.startswith("_")}
+    listed = set(re.findall(r"^``(\w+)``", connlap_lite.__doc__, re.M))
+    assert public == listed, f"missing from the table: {sorted(public - listed)}; listed but absent: {sorted(listed - public)}"

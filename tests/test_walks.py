@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from connlap_lite import ConnectionWalk, EdgeTransport, HeadTransports, MixtureTransport
-from conftest import random_orthogonal, rel
+from connlap_lite.testing import random_orthogonal, rel
 
 
 def random_walk(rng, n=5, d=3, kind="edge"):
@@ -103,7 +103,7 @@ def test_holonomy_on_cycle_of_rotations():
 def test_holonomy_gauge_behaviour(rng):
     walk = random_walk(rng, n=4, d=3)
     cyc = [0, 2, 1, 3]
-    G = np.stack([random_orthogonal(rng, 3) * (1 + i) for i in range(4)])
+    G = np.stack([random_orthogonal(3, rng) * (1 + i) for i in range(4)])
     hol = walk.holonomy(cyc)
     assert rel(walk.change_frame(G).holonomy(cyc), G[0] @ hol @ np.linalg.inv(G[0])) < 1e-10
     c = rng.random((4, 4)) + 0.5
