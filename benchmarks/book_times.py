@@ -39,16 +39,11 @@ PENDING = ("not measured yet: run `python benchmarks/book_times.py --make-test` 
 
 
 def toc_notebooks() -> list[str]:
-    """Every notebook listed in ``_toc.yml``, as paths relative to the repository root."""
-    import yaml
+    """Every notebook listed in ``_toc.yml``, as paths relative to the repository root (tools/toc.py reads it)."""
+    sys.path.insert(0, str(C.ROOT / "tools"))
+    from toc import toc_files
 
-    toc = yaml.safe_load((C.ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        for ch in part.get("chapters", []):
-            files.append(ch["file"])
-            files += [s["file"] for s in ch.get("sections", [])]
-    return [f + ".ipynb" for f in files if (C.ROOT / (f + ".ipynb")).exists()]
+    return [f + ".ipynb" for f in toc_files() if (C.ROOT / (f + ".ipynb")).exists()]
 
 
 def execute(path: Path, timeout: int = 3600) -> dict:

@@ -56,7 +56,7 @@ def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:
 def quantise_q4(model):
     """Round-trip every ``nn.Linear`` weight of ``model`` through 4-bit block quantisation, in place.
 
-    Shows how much GGUF's Q4 quantisation could move a metric (METHODS: quantised weights).
+    Shows how much GGUF's Q4 quantisation could move a metric (chapter *E2*: does 4-bit quantisation move the defects?).
     """
     with torch.no_grad():
         for module in model.modules():

@@ -11,7 +11,7 @@ E1, attention graphs settle into stable operators with depth:
                                   ``1/n sum_i 1/2 sum_j |P_ij - Q_ij|``;
 ``uniform_walk(n, causal)``       the reference walk: rows uniform over allowed keys;
 ``normalised_walk_distance``      ``walk_distance(P, Q)`` over the mean distance of ``P``
-                                  and ``Q`` from the uniform walk (METHODS: near-uniform nulls);
+                                  and ``Q`` from the uniform walk (chapter *E1*: near-uniform nulls);
 ``sym_spectrum(P)``               eigenvalues of the symmetrised normalised Laplacian
                                   ``I - D^{-1/2} S D^{-1/2}``, ``S = (P + P^T)/2``: real, in [0, 2],
                                   defined for causal walks too;

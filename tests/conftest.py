@@ -1,25 +1,13 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from toc import toc_files  # noqa: E402,F401  (one reader of _toc.yml: tools/toc.py)
 
 
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
-
-
-
-def toc_files(toc: dict, skip_parts=()) -> list[str]:
-    """The pages of a Jupyter Book ``_toc.yml`` in reading order: the root, then every chapter and
-    (nested) section of every part whose caption is not in ``skip_parts``."""
-    files = [toc["root"]]
-
-    def collect(entries):
-        for entry in entries:
-            if "file" in entry:
-                files.append(entry["file"])
-            collect(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        if part.get("caption") not in skip_parts:
-            collect(part.get("chapters", []))
-    return files
