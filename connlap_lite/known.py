@@ -39,7 +39,7 @@ from .models import cache_dir, load_model
 from .text import passages as make_passages
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-11-30.1"
+SCHEMA = "2026-11-30.2"
 EPS = 0.3                 # Gu et al.'s threshold on a head's mean attention to the first token
 INPUTS = ("natural", "random", "repeated")
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: analysis.random_like(model, 1000)
@@ -335,7 +335,7 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
     Z = states[0].double()
     res["walk_residual"], res["walk_spread"] = [_lists(rank_one_residual(Z))], [_lists(token_spread(Z))]
     for P in walks:
-        Z = P @ Z
+        Z = (P / P.sum(-1, keepdim=True)) @ Z          # rows summed to 1 in float64, not float32's 1 +- 1e-7
         res["walk_residual"].append(_lists(rank_one_residual(Z)))
         res["walk_spread"].append(_lists(token_spread(Z)))
     res["state_residual"] = [_lists(rank_one_residual(h)) for h in states]
@@ -441,29 +441,38 @@ def interval(diff: torch.Tensor, n_boot: int = 1000) -> tuple[float, float, floa
     return float(m), float(lo), float(hi)
 
 
-STATEMENTS = {
+STATEMENTS = {   # key: (result, bibliography key, the published statement, a short label for the table)
     "sink_order": ("Attention sinks", "gu2025when",
-                   "sink rate on natural text >= on random tokens >= on one repeated token, in every model"),
+                   "sink rate on natural text >= on random tokens >= on one repeated token, in every model",
+                   "sink rate: natural >= random >= repeated"),
     "sink_repeated": ("Attention sinks", "gu2025when",
-                      "sink rate 0 on one repeated token in models with rotary positions"),
+                      "sink rate 0 on one repeated token in models with rotary positions",
+                      "sink rate 0 on one repeated token (rotary)"),
     "proposition": ("Attention sinks", "gu2025when",
-                    "identical tokens, no absolute positions: every layer's states are equal at every position"),
+                    "identical tokens, no absolute positions: every layer's states are equal at every position",
+                    "one repeated token: equal states at every position"),
     "clark_sep": ("Special tokens", "clark2019what",
-                  "more than half of the attention in the middle layers goes to [SEP]"),
+                  "more than half of the attention in the middle layers goes to [SEP]",
+                  "over half of middle-layer attention on [SEP]"),
     "kobayashi_norm": ("Special tokens", "kobayashi2020attention",
-                       "weighting each edge by the norm of the vector it carries removes most of the sink mass"),
+                       "weighting each edge by the norm of the vector it carries removes most of the sink mass",
+                       "norm weighting removes most sink mass"),
     "dong_walks": ("Rank collapse", "dong2021attention",
-                   "attention alone, composed over the layers, drives the tokens to rank one"),
-    "dong_skip": ("Rank collapse", "dong2021attention", "with the skip connections, the token states do not collapse"),
+                   "attention alone, composed over the layers, drives the tokens to rank one",
+                   "walks alone collapse to rank one"),
+    "dong_skip": ("Rank collapse", "dong2021attention", "with the skip connections, the token states do not collapse",
+                  "states with skips do not collapse"),
     "sinkformer": ("Doubly stochastic", "sander2022sinkformers",
-                   "training brings attention closer to doubly stochastic"),
+                   "training brings attention closer to doubly stochastic",
+                   "training approaches doubly stochastic"),
     "reuse": ("Consecutive layers", "bhojanapalli2021leveraging",
-              "adjacent layers attend alike: more than layers two apart, and more than without training on language"),
+              "adjacent layers attend alike: more than layers two apart, and more than without training on language",
+              "adjacent layers most alike, more than untrained"),
 }
 
 
 def _row(report, key, verdict, trained, null, tested=None) -> dict:
-    result, cite, statement = STATEMENTS[key]
+    result, cite, statement, _ = STATEMENTS[key]
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
     return {"key": key, "result": result, "cite": cite, "statement": statement, "model": report["model"],
@@ -615,48 +624,59 @@ def _fmt(x) -> str:
 
 def verdict_table(reports: list[dict]) -> str:
     """The chapter's table in Markdown: one row per published statement, one column per model; each cell
-    gives the model's number(s), the random-init null's in parentheses, and the verdict.
+    gives the verdict, the model's number(s) and, below them, the random-init null's.
 
     Examples
     --------
-    >>> print(verdict_table([toy_report()]).splitlines()[2][:60])
-    | Attention sinks | sink rate on natural text >= on random t
+    >>> print(verdict_table([toy_report()]).splitlines()[2])
+    | sink rate: natural >= random >= repeated {cite}`gu2025when` | **agree**<br>0.51 / 0.25 / 0<br>null 0.05 / 0.03 / 0 |
 
     Chapter: *Known results, reproduced*.
     """
     rows = {r["model"]: {x["key"]: x for x in verdicts(r)} for r in reports}
     models = [r["model"] for r in reports]
-    lines = ["| result | published | " + " | ".join(f"`{m}`" for m in models) + " |",
-             "|---|---|" + "---|" * len(models)]
-    for key, (result, cite, statement) in STATEMENTS.items():
+    lines = ["| published | " + " | ".join(f"`{m}`" for m in models) + " |", "|---|" + "---|" * len(models)]
+    for key, (result, cite, statement, short) in STATEMENTS.items():
         cells = []
         for m in models:
             x = rows[m][key]
-            numbers = "" if x["trained"] is None else f"{_fmt(x['trained'])} (null {_fmt(x['null'])}): "
-            cells.append(f"{numbers}**{x['verdict']}**")
-        lines.append(f"| {result} | {statement} {{cite}}`{cite}` | " + " | ".join(cells) + " |")
+            numbers = "" if x["trained"] is None else f"<br>{_fmt(x['trained'])}<br>null {_fmt(x['null'])}"
+            cells.append(f"**{x['verdict']}**{numbers}")
+        lines.append(f"| {short} {{cite}}`{cite}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def verdict_counts(reports: list[dict]) -> str:
-    """The opening box's Markdown: per published result, how many statement-model pairs got each verdict.
+    """The opening box's Markdown: per published result, how many statement-model pairs got each verdict,
+    and which ones disagree.
 
     Examples
     --------
-    >>> print(verdict_counts([toy_report()]).splitlines()[0])
+    >>> print(verdict_counts([toy_report()]))
     - **Attention sinks** (3 statement-model pairs): *agree* 3
+    - **Special tokens** (2 statement-model pairs): *agree* 2
+    - **Rank collapse** (2 statement-model pairs): *agree* 2
+    - **Doubly stochastic** (1 statement-model pairs): *disagree* 1
+    - **Consecutive layers** (1 statement-model pairs): *agree* 1
+    - **all** (9): *agree* 8, *disagree* 1, *not comparable* 0
+    - *disagree*: `toy` (training approaches doubly stochastic)
 
     Chapter: *Known results, reproduced*.
     """
     counts: dict[str, dict[str, int]] = {}
+    against: dict[str, list[str]] = {}
     for r in reports:
         for x in verdicts(r):
             c = counts.setdefault(x["result"], {})
             c[x["verdict"]] = c.get(x["verdict"], 0) + 1
+            if x["verdict"] == "disagree":
+                against.setdefault(r["model"], []).append(STATEMENTS[x["key"]][3])
     lines = []
     for result, c in counts.items():
         lines.append(f"- **{result}** ({sum(c.values())} statement-model pairs): "
                      + ", ".join(f"*{v}* {c[v]}" for v in VERDICTS if v in c))
     total = {v: sum(c.get(v, 0) for c in counts.values()) for v in VERDICTS}
     lines.append(f"- **all** ({sum(total.values())}): " + ", ".join(f"*{v}* {total[v]}" for v in VERDICTS))
+    if against:
+        lines.append("- *disagree*: " + "; ".join(f"`{m}` ({', '.join(k)})" for m, k in against.items()))
     return "\n".join(lines)
