@@ -1,5 +1,5 @@
 """connlap_lite.known: the reproduction chapter's measurements, on small cases whose answer is known, on tiny
-random models (the exact proposition of Gu et al. included), and through the command line."""
+random models (the exact proposition of Gu et al. included), through the command line, and its checkers."""
 import json
 import math
 import os
@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports
+from connlap_lite import exercises as E
 from connlap_lite import known as K
 from connlap_lite import metrics as M
 
@@ -248,11 +249,12 @@ def test_verdict_table_and_counts():
     reports = [K.toy_report(), {**K.toy_report(), "model": "toy-decoder", "encoder": False}]
     table = K.verdict_table(reports).splitlines()
     assert len(table) == 2 + len(K.STATEMENTS)
-    assert table[0] == "| result | published | `toy` | `toy-decoder` |"
+    assert table[0] == "| published | `toy` | `toy-decoder` |"
     clark = next(line for line in table if "[SEP]" in line)
-    assert clark.endswith("| **not comparable** |")
+    assert clark.endswith("| **not comparable** |") and "{cite}`clark2019what`" in clark
     counts = K.verdict_counts(reports).splitlines()
-    assert counts[-1] == "- **all** (18): *agree* 15, *disagree* 1, *not comparable* 2"
+    assert counts[-2] == "- **all** (18): *agree* 15, *disagree* 1, *not comparable* 2"
+    assert counts[-1] == "- *disagree*: `toy` (training approaches doubly stochastic)"
 
 
 # ------------------------------------------------------------------------ tiny random models
@@ -352,3 +354,23 @@ def test_cli_reports_the_known_results(cli_report, monkeypatch):
     monkeypatch.setenv("CONNLAP_CACHE", str(cache))
     again = K.known_results("minilm-l6", n_passages=2, n_tokens=16)
     assert again["sink_rate"] == known["sink_rate"] and again["verdicts"] == known["verdicts"]
+
+
+# ----------------------------------------------------------------------------------- checkers
+def test_chapter_checkers_accept_right_answers_and_catch_mistakes():
+    def rate(A, eps):
+        return (A[..., :, 0].mean(-1) > eps).mean()
+
+    def norm_walk(A, T, X):
+        W = np.linalg.norm(np.einsum("hij,hab,jb->ija", A, T, X), axis=-1)
+        return W / W.sum(1, keepdims=True)
+
+    assert E.check_sink_rate(rate) and E.check_norm_weighted_walk(norm_walk)
+    wrong = [(E.check_sink_rate, lambda A, eps: (A[..., :, 0].mean(-1) >= eps).mean()),            # >= for >
+             (E.check_sink_rate, lambda A, eps: (A[..., :, -1].mean(-1) > eps).mean()),            # last column
+             (E.check_norm_weighted_walk, lambda A, T, X: (lambda W: W / W.sum(1, keepdims=True))(  # per-head norms
+                 np.einsum("hij,hj->ij", A, np.linalg.norm(np.einsum("hab,jb->hja", T, X), axis=-1)))),
+             (E.check_norm_weighted_walk, lambda A, T, X: np.linalg.norm(np.einsum("hij,hab,jb->ija", A, T, X), axis=-1))]
+    for checker, fn in wrong:
+        with pytest.raises(E.ExerciseFailed, match=rf"{checker.__name__} failed on case \d+ of \d+"):
+            checker(fn)
