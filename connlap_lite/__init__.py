@@ -11,6 +11,8 @@ module             idea
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
 ``text``           real English passages that ship with Python
+``known``          five published results about attention, reproduced (the chapter of that name);
+                   ``from connlap_lite import known``
 ``widgets``        interactive explorers (ipywidgets); not imported here:
                    ``from connlap_lite import widgets``
 =================  ==================================================
