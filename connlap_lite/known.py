@@ -80,14 +80,34 @@ def sink_rate(scores: torch.Tensor, eps: float = EPS) -> torch.Tensor:
 
 
 def ordinary_ids(tokenizer) -> torch.Tensor:
-    """The ids of the tokenizer's base vocabulary that are not special tokens."""
+    """The ids of the tokenizer's base vocabulary that are not special tokens.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> ordinary_ids(SimpleNamespace(all_special_ids=[0, 2], vocab_size=5))
+    tensor([1, 3, 4])
+
+    Chapter: *Known results, reproduced*.
+    """
     special = set(tokenizer.all_special_ids)
     return torch.tensor([i for i in range(tokenizer.vocab_size) if i not in special])
 
 
 def random_tokens(tokenizer, batch: dict, seed: int = 0) -> dict:
     """``batch`` with every ordinary token replaced by one drawn uniformly from :func:`ordinary_ids`;
-    the special tokens ([CLS], [SEP], <bos>) stay where they are."""
+    the special tokens ([CLS], [SEP], <bos>) stay where they are.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> tok = SimpleNamespace(all_special_ids=[0, 1], vocab_size=100)
+    >>> ids = random_tokens(tok, {"input_ids": torch.tensor([[0, 7, 8, 9, 1]])})["input_ids"]
+    >>> ids[0, 0].item(), ids[0, -1].item(), bool((ids[0, 1:-1] >= 2).all())
+    (0, 1, True)
+
+    Chapter: *Known results, reproduced*.
+    """
     ids = batch["input_ids"].clone()
     special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids, dtype=ids.dtype))
     pool = ordinary_ids(tokenizer)
@@ -99,7 +119,17 @@ def random_tokens(tokenizer, batch: dict, seed: int = 0) -> dict:
 
 def repeated_tokens(tokenizer, n_passages: int, n_tokens: int, seed: int = 0) -> dict:
     """``n_passages`` passages, each one ordinary token (drawn with ``seed``) repeated ``n_tokens`` times,
-    with no special token anywhere: every position holds the same token."""
+    with no special token anywhere: every position holds the same token.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> ids = repeated_tokens(SimpleNamespace(all_special_ids=[0], vocab_size=100), 3, 5)["input_ids"]
+    >>> ids.shape, bool((ids == ids[:, :1]).all())
+    (torch.Size([3, 5]), True)
+
+    Chapter: *Known results, reproduced*.
+    """
     pool = ordinary_ids(tokenizer)
     g = torch.Generator().manual_seed(seed)
     pick = pool[torch.randint(len(pool), (n_passages,), generator=g)]
@@ -250,8 +280,12 @@ def middle_layers(n_layers: int) -> list[int]:
     """The layers at the relative depth of BERT-base's layers 6 to 10 of 12 (0-based ``l / L`` in
     ``[5/12, 9/12]``), where Clark et al. report most attention on [SEP].
 
+    Examples
+    --------
     >>> middle_layers(12), middle_layers(6)
     ([5, 6, 7, 8, 9], [3, 4])
+
+    Chapter: *Known results, reproduced*.
     """
     return [l for l in range(n_layers) if 5 / 12 - 1e-12 <= l / n_layers <= 9 / 12 + 1e-12]
 
@@ -269,7 +303,21 @@ def _blocks(model, attention_modules) -> list:
 @contextmanager
 def residual_stream(model):
     """Collect the residual stream while ``model`` runs: a list whose entry 0 is the input of the first
-    block and entry ``l + 1`` the output of block ``l`` (``(B, n, d)`` each). The hooks are removed on exit."""
+    block and entry ``l + 1`` the output of block ``l`` (``(B, n, d)`` each). The hooks are removed on exit.
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, BertModel
+    >>> _ = torch.manual_seed(0)
+    >>> bert = BertModel(BertConfig(hidden_size=16, num_attention_heads=2, intermediate_size=32,
+    ...                             num_hidden_layers=2, vocab_size=50)).eval()
+    >>> with torch.no_grad(), residual_stream(bert) as states:
+    ...     out = bert(input_ids=torch.tensor([[1, 2, 3]]))
+    >>> len(states), bool(torch.equal(states[-1], out.last_hidden_state))
+    (3, True)
+
+    Chapter: *Known results, reproduced*.
+    """
     blocks = _blocks(model, adapter_for(model).layers(model))
     states: list = [None] * (len(blocks) + 1)
 
@@ -351,7 +399,16 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
 
 def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
     """Every measurement of the chapter on ``model``: natural passages (as the empirical chapters read
-    them), random tokens and one repeated token. Per-layer lists of per-passage values."""
+    them), random tokens and one repeated token. Per-layer lists of per-passage values.
+
+    Returns ``{"natural": {...}, "random": {"rate", "score"}, "repeated": {"rate", "score", "spread"}}``;
+    the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
+    ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
+    layers) and the same three with suffix ``2`` (layers two apart). :func:`known_results` calls it for
+    the model and its null; the tests run it on tiny random models.
+
+    Chapter: *Known results, reproduced*.
+    """
     encoder = not adapter_for(model).mask(model, 0)["causal"]
     natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
     out = {"natural": _natural_pass(model, natural, encoder)}
@@ -361,7 +418,17 @@ def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, 
 
 
 def absolute_positions(model) -> bool:
-    """True if the model adds learned absolute position embeddings to its tokens (BERT, GPT-2)."""
+    """True if the model adds learned absolute position embeddings to its tokens (BERT, GPT-2).
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, BertModel
+    >>> absolute_positions(BertModel(BertConfig(hidden_size=8, num_attention_heads=2, intermediate_size=8,
+    ...                                         num_hidden_layers=1, vocab_size=10)))
+    True
+
+    Chapter: *Known results, reproduced*.
+    """
     return any("position_embeddings" in name or name.endswith("wpe.weight") for name, _ in model.named_parameters())
 
 
@@ -433,9 +500,13 @@ def _passages(values, layers=None) -> torch.Tensor:
 def interval(diff: torch.Tensor, n_boot: int = 1000) -> tuple[float, float, float]:
     """Mean of per-passage values and its 95% percentile bootstrap interval (passages resampled).
 
+    Examples
+    --------
     >>> m, lo, hi = interval(torch.tensor([0.1, 0.2, 0.3, 0.4]))
     >>> lo <= m <= hi
     True
+
+    Chapter: *Known results, reproduced*.
     """
     m, lo, hi = M.bootstrap_ci(diff, n_boot=n_boot)
     return float(m), float(lo), float(hi)
@@ -589,6 +660,14 @@ def toy_report(n_layers: int = 3, n_passages: int = 3) -> dict:
     """A small report of the shape :func:`known_results` returns, with made-up numbers, for examples and tests.
 
     Each per-passage value is its base number times ``1 + 0.01 b`` for passage ``b``.
+
+    Examples
+    --------
+    >>> rep = toy_report(n_layers=4)
+    >>> rep["layers"], len(rep["conditions"]["trained"]["natural"]["walk_residual"])
+    (4, 5)
+
+    Chapter: *Known results, reproduced*.
     """
     L, B = n_layers, n_passages
 
