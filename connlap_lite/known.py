@@ -272,8 +272,8 @@ def head_matched_distance(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
 
     Chapter: *Known results, reproduced*.
     """
-    D = 0.5 * (A[..., :, None, :, :] - B[..., None, :, :, :]).abs().sum(-1).mean(-1)     # (..., H_A, H_B)
-    return D.amin(-2).mean(-1)
+    closest = [M.walk_distance(A, B[..., h:h + 1, :, :]).amin(-1) for h in range(B.shape[-3])]   # one head of B
+    return torch.stack(closest, -1).mean(-1)                                              # at a time: small memory
 
 
 def middle_layers(n_layers: int) -> list[int]:
@@ -360,7 +360,9 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
     """Every measurement on natural text, layer by layer."""
     res = {k: [] for k in ("mass_first", "mass_last", "mass_sinks", "norm_first", "norm_last", "norm_sinks",
                            "column_defect", "column_defect_nosink")}
-    scores, walks, heads = [], [], []
+    scores, walks, heads = [], [], []                   # heads: the last two layers' attention only
+    for tag in ("", "2"):
+        res["head_tv" + tag] = []
     with residual_stream(model) as states:
         for lw in attention_walks(model, batch, progress=False):
             A = lw.attention.double()                                      # (B, H, n, n)
@@ -376,7 +378,11 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
             res["column_defect_nosink"].append(_lists(column_sum_defect(M.without_sinks(P, sinks))))
             scores.append(first_token_scores(A))
             walks.append(P)
-            heads.append(lw.attention.float())
+            current = lw.attention.float()
+            for back, tag in ((1, ""), (2, "2")):        # the head-matched distance to one and two layers back
+                if len(heads) >= back:
+                    res["head_tv" + tag].append(_lists(head_matched_distance(heads[-back], current)))
+            heads = (heads + [current])[-2:]
     S = torch.stack(scores, 1)
     res["rate"], res["score"] = _lists(sink_rate(S)), _lists(S.mean(0))
     # rank collapse: (a) the layers' walks composed, with no skip path, on the embeddings; (b) the model's states
@@ -393,7 +399,6 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
         pairs = list(zip(range(len(walks) - step), range(step, len(walks))))
         res["tv" + tag] = [_lists(M.walk_distance(walks[a], walks[b])) for a, b in pairs]
         res["tv_norm" + tag] = [_lists(M.normalised_walk_distance(walks[a], walks[b], causal)) for a, b in pairs]
-        res["head_tv" + tag] = [_lists(head_matched_distance(heads[a], heads[b])) for a, b in pairs]
     return res
 
 
