@@ -61,6 +61,10 @@ def main(argv=None) -> int:
         report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                          random_init=args.random_init, texts=texts, device=args.device, cache=not args.no_cache,
                          progress=True)
+        from .known import known_results        # the chapter *Known results, reproduced*, same passages
+        report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
+                                                seed=args.seed, random_init=args.random_init, texts=texts,
+                                                device=args.device, cache=not args.no_cache)
     except (OSError, ValueError, ModuleNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -76,6 +80,7 @@ def main(argv=None) -> int:
             means = layer_curve(report, metric, cond, n_boot=1)[0]
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")
+    print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")

@@ -744,6 +744,69 @@ def check_min_dirichlet_energy(fn) -> bool:
                  "Not an eigenvalue of L: without (R) or (M), L is not symmetric for <., .>_pi.")
 
 
+# ------------------------------------------------------------ Chapter: Known results, reproduced
+def check_sink_rate(fn) -> bool:
+    """Check ``fn(A, eps)``: Gu et al.'s sink rate of one passage, the share of heads (over all layers)
+    whose mean attention to the first token exceeds ``eps``, a number.
+
+    ``A`` is ``(L, H, n, n)``: every layer's heads, rows the queries. The reference is
+    :func:`connlap_lite.known.sink_rate` of :func:`connlap_lite.known.first_token_scores`.
+    Chapter: *Known results, reproduced*, exercise ``known_results_graded1``.
+    """
+    from .known import first_token_scores, sink_rate
+
+    rng = _rng(1101)
+    causal = np.stack([_patterns(rng, 4, 8, causal=True) for _ in range(3)])
+    causal[1, :2, :, :] = np.tril(np.ones((8, 8))) / np.arange(1, 9)[:, None]      # causal-uniform heads
+    full = np.stack([_patterns(rng, 3, 6) for _ in range(2)])
+    full[0, 0] = 0.0
+    full[0, 0, :, 0] = 1.0                                                      # one head on the first token only
+    half = np.full((1, 2, 4, 4), 0.125)
+    half[..., 0] = 0.625                                                        # every score exactly 0.625
+    cases = [Case("decoder, 3 layers x 4 heads, n=8, eps=0.3", (causal, 0.3)),
+             Case("encoder, 2 layers x 3 heads, n=6, eps=0.3", (full, 0.3)),
+             Case("same encoder, eps=0.1", (full, 0.1)),
+             Case("every score equal to eps (not above it)", (half, 0.625)),
+             Case("one layer, one head, one token", (np.ones((1, 1, 1, 1)), 0.3))]
+    return grade("check_sink_rate", fn, cases,
+                 lambda A, eps: float(sink_rate(first_token_scores(torch.as_tensor(A)), eps)),
+                 "a head's score is the mean over all queries of the attention to token 0, A[l, h, :, 0].mean(); "
+                 "count the heads whose score is strictly above eps and divide by L * H.")
+
+
+def check_norm_weighted_walk(fn) -> bool:
+    """Check ``fn(A, T, X)``: the walk whose edge ``(i, j)`` has weight ``||sum_h A[h, i, j] T[h] x_j||``,
+    each row divided by its sum, an ``(n, n)`` array.
+
+    ``A`` is ``(H, n, n)``, ``T`` is ``(H, d, d)`` (head transports in the column convention: ``T[h] @ x``),
+    ``X`` is ``(n, d)``. The reference is :func:`connlap_lite.known.norm_weighted_walk`.
+    Chapter: *Known results, reproduced*, exercise ``known_results_graded2``.
+    """
+    from .known import norm_weighted_walk
+
+    rng = _rng(1102)
+    Q = _orthogonal(rng, 3)
+    T2 = rng.standard_normal((2, 4, 4))
+    cases = [Case("one head, identity transport, n=4, d=3", (_patterns(rng, 1, 4), np.eye(3)[None],
+                                                             rng.standard_normal((4, 3)))),
+             Case("two heads, opposite transports, n=5, d=4", (_patterns(rng, 2, 5), np.stack([T2[0], -T2[0]]),
+                                                                rng.standard_normal((5, 4)))),
+             Case("three heads, causal, n=6, d=3", (_patterns(rng, 3, 6, causal=True),
+                                                    rng.standard_normal((3, 3, 3)), rng.standard_normal((6, 3)))),
+             Case("two heads sharing a rotation, n=4, d=3", (_patterns(rng, 2, 4), np.stack([Q, Q]),
+                                                             rng.standard_normal((4, 3)))),
+             Case("a token whose vector is 100 times longer, n=5, d=4",
+                  (_patterns(rng, 2, 5), T2, rng.standard_normal((5, 4)) * np.array([100, 1, 1, 1, 1])[:, None]))]
+
+    def reference(A, T, X):
+        Y = np.einsum("hab,jb->hja", T, X)
+        return norm_weighted_walk(torch.as_tensor(A), torch.as_tensor(Y)).numpy()
+
+    return grade("check_norm_weighted_walk", fn, cases, reference,
+                 "first sum the heads' messages on each edge, m_ij = sum_h A[h, i, j] T[h] @ X[j], then take its norm "
+                 "(the heads can cancel: the sum of the heads' norms is a different number); divide each row by its sum.")
+
+
 CHECKERS = {name: obj for name, obj in globals().items() if name.startswith("check_") and callable(obj)}
 __all__ += sorted(CHECKERS)
 

@@ -285,9 +285,12 @@ def test_no_committed_file_carries_a_path_of_the_machine_it_was_made_on():
 
 # --- results first: every empirical chapter opens with a verdict box glued from its computation -------------
 EMPIRICAL = [p for p in NOTEBOOKS if p.parent.name == "empirical"]
+# chapters that judge something against data: the empirical part, and every chapter with a glued verdict box
+VERDICT_CHAPTERS = sorted(set(EMPIRICAL) | {p for p in NOTEBOOKS
+                                            if re.search(r"^:::\{admonition\} Verdict", "\n".join(cells(load(p), "markdown")), re.M)})
 
 
-@pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", VERDICT_CHAPTERS, ids=lambda p: p.stem)
 def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
     nb = load(path)
     first = cells(nb, "markdown")[0]
