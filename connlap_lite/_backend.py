@@ -7,6 +7,7 @@ as numpy.  Every check names the argument it rejects and what it expected.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,36 @@ def common_dtype(*ts: torch.Tensor) -> torch.dtype:
     for t in ts:
         dt = torch.promote_types(dt, t.dtype)
     return dt
+
+
+def harmonise(*ts: torch.Tensor | None) -> tuple:
+    """``ts`` in their widest floating dtype (``None`` entries kept): float32 with float64 computes in float64.
+
+    Examples
+    --------
+    >>> a, b, c = harmonise(torch.ones(2, dtype=torch.float32), torch.ones(2, dtype=torch.float64), None)
+    >>> a.dtype, b.dtype, c
+    (torch.float64, torch.float64, None)
+    """
+    dt = common_dtype(*(t for t in ts if t is not None))
+    return tuple(t if t is None or t.dtype == dt else t.to(dt) for t in ts)
+
+
+def tolerance(*dtypes: torch.dtype, n: int = 1) -> float:
+    """The absolute tolerance of a check on values of ``dtypes`` summed ``n`` at a time.
+
+    ``1e-8`` in float64; for a coarser dtype (the least precise one given counts) ``16 sqrt(n)``
+    rounding units, so a float32 walk that is row-stochastic to its own precision passes.
+
+    Examples
+    --------
+    >>> tolerance(torch.float64, n=128)
+    1e-08
+    >>> round(tolerance(torch.float32, n=100), 7)
+    1.91e-05
+    """
+    eps = max(torch.finfo(dt).eps for dt in dtypes)
+    return max(1e-8, 16 * eps * math.sqrt(max(n, 1)))
 
 
 def compute_dtype(t: torch.Tensor) -> torch.dtype:

@@ -89,7 +89,8 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
     for key, W in (("cross", P), ("cross_nosink", Pn)):
         spec = M.sym_spectrum(W)
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
-        out[key] = pair.sum(1) / max(B - 1, 1)           # each passage's mean distance to the others
+        # each passage's mean distance to the others; with one passage there are no others
+        out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
     return out
 
 

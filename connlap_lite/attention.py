@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._backend import check_shape, is_numpy, out, to_tensor
+from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
 from .transports import ConstantTransport, HeadTransports, MixtureTransport
 from .walks import ConnectionWalk
 
@@ -78,6 +78,10 @@ class AttentionWeights:
                 b = to_tensor(b, name)
                 check_shape(b, name, shape)
                 setattr(self, name, b)
+        names = ("W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o")
+        # one float32 weight among float64 ones: all compute in float64
+        for name, t in zip(names, harmonise(*(getattr(self, k) for k in names))):
+            setattr(self, name, t)
 
     @classmethod
     def random(cls, d: int, n_heads: int, n_groups: int | None = None, d_head: int | None = None, *,

@@ -56,8 +56,9 @@ def streamed_layers(model, modules, chosen, inputs: dict):
     model's order; the forward waits at that module until the iterator is asked for the
     next one, so each module's output is alive only while its reader holds it.  An error
     in the forward is raised by the iterator.  On exit (normal, early or by an error) a
-    forward still running is stopped at its next chosen module, the thread is joined and
-    the hooks are removed.
+    forward paused at a module is stopped there and the thread is joined.  The hooks are
+    removed first, in their own ``finally``: a second interrupt during the join cannot leave
+    them on the model (a forward that was computing, not paused, then runs to its end).
     """
     wanted = set(chosen)
     handoff: queue.Queue = queue.Queue(maxsize=1)
@@ -104,11 +105,13 @@ def streamed_layers(model, modules, chosen, inputs: dict):
         thread.start()
         yield layers()
     finally:
-        if thread.is_alive():
-            resume.put(stop)
-        thread.join()
-        for h in handles:
-            h.remove()
+        try:
+            for h in handles:
+                h.remove()
+        finally:
+            if thread.is_alive():
+                resume.put(stop)
+            thread.join()
 
 
 @dataclass
@@ -186,6 +189,22 @@ def _forward_options(model) -> dict:
     return options
 
 
+def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
+    """Stop where NaN or inf arises (half precision overflowing), naming the layer and the dtype."""
+    if t is None:
+        raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; load the "
+                           "model with attn_implementation='eager' (connlap_lite.load_model does)")
+    if t.numel() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        if t.dtype in (torch.float16, torch.bfloat16):
+            why = ("the activations overflow this precision; load the model with dtype=torch.bfloat16 "
+                   "(float32's range) or dtype=torch.float32")
+        else:
+            why = "its weights or the batch give non-finite activations; check the weights (a torn or corrupted file?)"
+        raise ValueError(f"layer {layer} of {type(model).__name__}: its {what} hold {bad} NaN or inf entries in "
+                         f"{t.dtype}; {why}")
+
+
 def _device_of(model):
     return next(model.parameters()).device
 
@@ -225,6 +244,8 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
             stream = tqdm(stream, total=len(set(chosen)), desc=f"{type(model).__name__} layers", leave=False)
         for l, args, kwargs, out in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
+            _check_finite(model, l, "inputs", hidden)
+            _check_finite(model, l, "attention", out[1])
             yield LayerWalks(
                 layer=l,
                 attention=out[1],

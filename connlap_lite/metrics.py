@@ -153,7 +153,8 @@ def rank_free_defect(s: torch.Tensor) -> torch.Tensor:
     total = c2[..., -1:]
     # sum_{i<=k}(s_i - m_k)^2 = c2_k - c1_k^2 / k ; plus the dropped tail total - c2_k
     err = (total - c1 ** 2 / k) / total
-    return err.clamp_min(0).min(-1).values.sqrt()
+    defect = err.clamp_min(0).min(-1).values.sqrt()
+    return torch.where(total[..., 0] > 0, defect, torch.full_like(defect, float("nan")))   # T = 0: undefined
 
 
 def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: torch.Tensor) -> torch.Tensor:
@@ -198,8 +199,15 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     Qv, _ = torch.linalg.qr(V.transpose(1, 2))                 # (H, d, d_h) basis of the read space
     read = torch.einsum("...nd,hdr->...hnr", X, Qv).norm(dim=-1)     # |P_h x|
     out = torch.einsum("hdr,...hnr->...hnd", U, torch.einsum("hre,...ne->...hnr", V, X)).norm(dim=-1)
-    gain = out / read.clamp_min(1e-300)
-    return gain.std(-1) / gain.mean(-1)
+    # a token with no component in the read space has no gain (0/0): left out, not counted as 0
+    seen = read > 0
+    gain = torch.where(seen, out / read.clamp_min(1e-300), torch.zeros_like(out))
+    count = seen.sum(-1)
+    mean = gain.sum(-1) / count
+    var = torch.where(seen, gain - mean[..., None], torch.zeros_like(gain)).pow(2).sum(-1) / (count - 1)
+    cv = var.sqrt() / mean
+    # fewer than two tokens, or a head that maps everything to 0: the spread of gains is undefined
+    return torch.where((count > 1) & (mean > 0), cv, torch.full_like(cv, float("nan")))
 
 
 def copy_score(heads: HeadTransports) -> torch.Tensor:
@@ -274,23 +282,49 @@ def spearman(x, y) -> tuple[float, float]:
 
     Up to 8 points the p-value is exact, from all ``n!`` orderings of ``y`` (scipy's
     large-sample approximation is anti-conservative there); beyond, scipy's t approximation.
+    An undefined rho (fewer than two points, a constant ``x`` or ``y``, a NaN in either) gives
+    ``(nan, nan)``: undefined is never significant.
 
     >>> rho, p = spearman(range(5), [1, 2, 3, 4, 5])
     >>> round(rho, 6), round(p, 4)           # 2 of the 120 orderings are as extreme: p = 1/60
     (1.0, 0.0167)
+    >>> spearman(range(3), [2.0, 2.0, 2.0])  # a constant curve has no trend, significant or not
+    (nan, nan)
     """
     from itertools import permutations
 
     from scipy.stats import spearmanr
 
-    x, y = list(x), list(y)
+    x, y = _sample(x, "x"), _sample(y, "y")
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+    nan = float("nan")
+    if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()) or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return nan, nan
     result = spearmanr(x, y)
     rho = float(result.statistic)
+    if not math.isfinite(rho):
+        return nan, nan
     if len(x) > 8:
         return rho, float(result.pvalue)
     orders = np.array(list(permutations(range(len(y)))))
-    rhos = _rank_corr(np.asarray(x, float), np.asarray(y, float)[orders])
+    rhos = _rank_corr(x, y[orders])
     return rho, float(np.mean(np.abs(rhos) >= abs(rho) - 1e-12))
+
+
+def _sample(v, name: str) -> np.ndarray:
+    """A one-dimensional float sample, or an error naming the argument."""
+    if isinstance(v, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of numbers, got a string")
+    try:
+        if isinstance(v, torch.Tensor):
+            v = v.detach().cpu()
+        a = np.asarray(v if isinstance(v, (np.ndarray, torch.Tensor)) else list(v), dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(v).__name__}") from exc
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+    return a
 
 
 def _rank_corr(x, Y):

@@ -71,6 +71,13 @@ class ConnectionWalk:
             i, j = (int(k) for k in torch.nonzero(self.P < 0)[0])
             raise ValueError(f"P must be nonnegative (a walk matrix); P[{i}, {j}] = {float(self.P[i, j]):.3g}")
         self.transport = _as_transport(transport)
+        # the precision its numbers carry (the least precise input): tolerances follow it
+        self.precision = self.P.dtype
+        if self.transport.dtype != self.P.dtype:      # mixed float32/float64: compute in the wider one
+            dt = torch.promote_types(self.P.dtype, self.transport.dtype)
+            if torch.finfo(self.transport.dtype).eps > torch.finfo(self.precision).eps:
+                self.precision = self.transport.dtype
+            self.P, self.transport = self.P.to(dt), self.transport.to(dtype=dt)
         if isinstance(self.transport, EdgeTransport) and self.transport.T.shape[0] != n:
             raise ValueError(f"transport has shape {tuple(self.transport.T.shape)} but P is {n} x {n}; "
                              f"pass an ({n}, {n}, d, d) array")
@@ -148,7 +155,9 @@ class ConnectionWalk:
     def generator(self):
         """The generator ``L = I - W`` as a dense ``n*d x n*d`` matrix."""
         W = self.dense()
-        return np.eye(W.shape[0]) - W if self._numpy else torch.eye(W.shape[0], dtype=W.dtype, device=W.device) - W
+        if self._numpy:
+            return np.eye(W.shape[0], dtype=W.dtype) - W
+        return torch.eye(W.shape[0], dtype=W.dtype, device=W.device) - W
 
     def operator(self, *, generator: bool = False):
         """``W`` (or ``L = I - W``) as a ``scipy.sparse.linalg.LinearOperator``.
@@ -176,6 +185,7 @@ class ConnectionWalk:
         w = ConnectionWalk.__new__(ConnectionWalk)
         w._numpy = self._numpy
         w.P = self.P.to(**kw)
+        w.precision = self.precision if torch.finfo(self.precision).eps > torch.finfo(w.P.dtype).eps else w.P.dtype
         w.transport = self.transport.to(**kw)
         w.offset = None if self.offset is None else self.offset.to(**kw)
         return w
@@ -216,6 +226,7 @@ class ConnectionWalk:
     def _with(self, P, transport, offset) -> "ConnectionWalk":
         w = ConnectionWalk.__new__(ConnectionWalk)
         w._numpy, w.P, w.transport, w.offset = self._numpy, P, transport, offset
+        w.precision = self.precision
         return w
 
     # --------------------------------------------------------------- holonomy
