@@ -59,6 +59,37 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
     return t
 
 
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
+    """``value`` as an int in ``[low, high)``, or an error naming ``name``: a float, a bool or a string is refused.
+
+    Examples
+    --------
+    >>> check_int(3, "k", low=1)
+    3
+    >>> check_int(2.5, "k")
+    Traceback (most recent call last):
+    ...
+    TypeError: k must be an int, got 2.5 (float)
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value >= high):
+        span = (f"in [{low}, {high})" if high is not None and low is not None
+                else f"at least {low}" if low is not None else f"below {high}")
+        raise ValueError(f"{name} must be {span}, got {value}" + (f" ({why})" if why else ""))
+    return value
+
+
+def check_float_dtype(dtype, name: str = "dtype") -> None:
+    """Refuse a non-floating dtype (integers would truncate probabilities to 0 and 1)."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"{name} must be a floating torch dtype (torch.float32, torch.float64, ...) or None, "
+                        f"got {dtype!r}")
+
+
 def _all_finite(t: torch.Tensor) -> bool:
     """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one."""
     lo, hi = torch.aminmax(t)
