@@ -83,6 +83,37 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     return value
 
 
+def check_index(value, name: str, n: int) -> int:
+    """``value`` as an index in ``[0, n)``: an int (numpy ints too), never a float silently truncated.
+
+    Examples
+    --------
+    >>> check_index(2, "i", 3)
+    2
+    >>> check_index(1.5, "i", 3)
+    Traceback (most recent call last):
+    ...
+    TypeError: i must be an int index in [0, 3), got 1.5 (float)
+    """
+    import numbers
+
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point() \
+            and value.dtype != torch.bool:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int index in [0, {n}), got {value!r} ({type(value).__name__})")
+    if not 0 <= int(value) < n:
+        raise ValueError(f"{name} must be an index in [0, {n}), got {int(value)}: out of range")
+    return int(value)
+
+
+def check_indices(values, name: str, n: int) -> list[int]:
+    """A sequence of indices in ``[0, n)`` (see :func:`check_index`); a bare int or a string is refused."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list of int indices in [0, {n}), got {values!r}")
+    return [check_index(v, f"{name} entries", n) for v in values]
+
+
 def check_float_dtype(dtype, name: str = "dtype") -> None:
     """Refuse a non-floating dtype (integers would truncate probabilities to 0 and 1)."""
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):

@@ -138,6 +138,13 @@ class AttentionWeights:
         return c
 
 
+def _weights(weights) -> AttentionWeights:
+    if not isinstance(weights, AttentionWeights):
+        raise TypeError(f"weights must be an AttentionWeights (e.g. AttentionWeights.random(d=8, n_heads=2)), "
+                        f"got {type(weights).__name__}")
+    return weights
+
+
 def _mask(n: int, mask, causal: bool, padding, bias, H: int, like: torch.Tensor) -> torch.Tensor:
     """The additive score mask ``M`` (0 or -inf) plus positional biases, shape (H, n, n)."""
     M = torch.zeros(H, n, n, dtype=like.dtype, device=like.device)
@@ -182,7 +189,7 @@ def attention_patterns(X, weights: AttentionWeights, *, causal: bool = False, ma
     """
     numpy = is_numpy(X)
     X = to_tensor(X, "X", ndim=2)
-    w = weights
+    w = _weights(weights)
     check_shape(X, "X", (None, w.d))
     X = X.to(w.W_q)
     g = w.groups()
@@ -215,7 +222,7 @@ def multi_head_attention(X, weights: AttentionWeights, **masks):
     """
     numpy = is_numpy(X)
     X = to_tensor(X, "X", ndim=2)
-    w = weights
+    w = _weights(weights)
     check_shape(X, "X", (None, w.d))
     X = X.to(w.W_q)
     A = attention_patterns(X, w, **masks)
@@ -274,7 +281,7 @@ def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
 
     Chapter: *Single-head attention*.
     """
-    if weights.n_heads != 1:
+    if _weights(weights).n_heads != 1:
         raise ValueError(f"sha_walk needs one head, got weights with {weights.n_heads}; use mha_walk")
     numpy = is_numpy(X)
     A = attention_patterns(to_tensor(X, "X", ndim=2), weights, **masks)
@@ -304,7 +311,7 @@ def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
     Chapter: *Multi-head attention*.
     """
     numpy = is_numpy(X)
-    A = attention_patterns(to_tensor(X, "X", ndim=2), weights, **masks)
+    A = attention_patterns(to_tensor(X, "X", ndim=2), _weights(weights), **masks)
     walk = walk_from_heads(A, weights.transports(), offset=weights.offset())
     walk._numpy = numpy
     return walk

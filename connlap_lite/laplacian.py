@@ -7,11 +7,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._backend import check_shape, compute_dtype, harmonise, is_numpy, out, to_tensor, tolerance
+from ._backend import check_int, check_shape, compute_dtype, harmonise, is_numpy, out, to_tensor, tolerance
 from .transports import EdgeTransport, HeadTransports
 from .walks import ConnectionWalk
 
 DENSE_LIMIT = 4096  # largest n*d solved densely by default
+
+
+def _walk(walk) -> ConnectionWalk:
+    if not isinstance(walk, ConnectionWalk):
+        raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
+    return walk
 
 
 def _walk_matrix(P, name="P"):
@@ -227,6 +233,7 @@ def symmetry_defect(walk: ConnectionWalk):
 
     Builds every ``T_ij`` (dense); for small walks.
     """
+    _walk(walk)
     T = to_tensor(walk.edge_transports(), "T")
     on = walk.P > 0
     num = torch.linalg.norm(T.transpose(0, 1) - T.transpose(-1, -2), dim=(-2, -1))
@@ -251,8 +258,7 @@ def dirichlet_energy(walk: ConnectionWalk, f, pi=None):
 
     Chapter: *The connection Laplacian*.
     """
-    if not isinstance(walk, ConnectionWalk):
-        raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
+    _walk(walk)
     numpy = is_numpy(f)
     F = to_tensor(f, "f", ndim=2).to(walk.P)
     check_shape(F, "f", (walk.n, walk.d))
@@ -283,7 +289,12 @@ def generator_spectrum(walk: ConnectionWalk, k: int | None = None, *, which: str
 
     Chapter: *The connection Laplacian*.
     """
+    _walk(walk)
     N = walk.n * walk.d
+    if k is not None:
+        check_int(k, "k")
+    if isinstance(which, bool) or which not in ("LM", "SM", "LR", "SR", "LI", "SI"):
+        raise ValueError(f"which must be one of 'LM', 'SM', 'LR', 'SR', 'LI', 'SI' (ARPACK's), got {which!r}")
     if k is None:
         if N > DENSE_LIMIT:
             raise ValueError(f"n*d = {N} is too large for a dense eigen-solve (limit {DENSE_LIMIT}); "

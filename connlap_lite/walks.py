@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ._backend import check_shape, is_numpy, out, to_tensor
+from ._backend import check_index, check_shape, is_numpy, out, to_tensor
 from .transports import (ConstantTransport, EdgeTransport, FrameChange,
                          MixtureTransport, Transport)
 
@@ -232,6 +232,9 @@ class ConnectionWalk:
     # --------------------------------------------------------------- holonomy
     def _check_edge(self, i, j):
         n = self.n
+        for name, k in (("i", i), ("j", j)):
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+                raise TypeError(f"{name} must be an int vertex index, got {k!r} ({type(k).__name__})")
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"edge ({i}, {j}) is out of range for a walk on {n} tokens")
         if not bool(self.P[i, j] > 0):
@@ -244,7 +247,9 @@ class ConnectionWalk:
         ``i1`` by ``T_{i1 ik}``; the holonomy is ``T_{i1 ik} ... T_{i3 i2} T_{i2 i1}``.
         Every step must be an edge (``P > 0``).
         """
-        cycle = [int(k) for k in cycle]
+        if isinstance(cycle, (str, bytes)) or not hasattr(cycle, "__iter__"):
+            raise TypeError(f"cycle must be a list of vertex indices such as [0, 1, 2], got {cycle!r}")
+        cycle = [check_index(k, "cycle entries", self.n) for k in cycle]
         if len(cycle) < 1:
             raise ValueError("cycle must list at least one vertex")
         Hol = torch.eye(self.d, dtype=self.P.dtype, device=self.P.device)
