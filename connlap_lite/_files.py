@@ -51,13 +51,23 @@ def remove(path: Path) -> None:
             path.unlink()
 
 
-def sweep(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` left by killed runs; call it holding :func:`locked` on ``target``."""
+def sweep(target: Path, *, everything: bool = False) -> list[Path]:
+    """Remove the temporaries of ``target`` left by killed runs; call it holding :func:`locked` on ``target``.
+
+    Temporaries are ``<name>.tmp-*`` and ``<name>.part-*`` (and, from earlier versions, the same
+    with the name's suffix replaced).  With ``everything``, every temporary in ``target``'s folder
+    goes: for a folder whose writers all hold one lock on the folder.
+    """
     gone = []
+    prefixes = {target.name} | ({target.stem} if target.suffix else set())
     if target.parent.is_dir():
         for entry in target.parent.iterdir():
-            rest = entry.name[len(target.name):]
-            if entry.name.startswith(target.name) and rest.startswith(TEMP_MARKERS):
+            if everything:
+                ours = any(m in entry.name for m in TEMP_MARKERS)
+            else:
+                ours = any(entry.name.startswith(p) and entry.name[len(p):].startswith(TEMP_MARKERS)
+                           for p in prefixes)
+            if ours:
                 remove(entry)
                 gone.append(entry)
     return gone
@@ -66,8 +76,11 @@ def sweep(target: Path) -> list[Path]:
 @contextlib.contextmanager
 def locked(target: Path):
     """Hold an exclusive lock on ``target`` (a ``<name>.lock`` file beside it) across processes."""
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:                      # no POSIX locks (Windows): atomic renames still keep files whole
+        yield
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     lock = target.with_name(target.name + ".lock")
     with open(lock, "a+") as f:

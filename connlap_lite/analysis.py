@@ -141,6 +141,10 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
         raise ValueError(f"batch has padding tokens (attention_mask 0) in passages {rows[:5]}: measure needs "
                          "passages of equal length without padding, as connlap_lite.passages makes; measure "
                          "unequal texts one at a time")
+    causal = adapter.mask(model, 0)["causal"]
+    if bool(encoder) == causal:
+        raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
+                         f"pass encoder={not causal} (its sink tokens depend on it)")
     res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + HEAD_METRICS + DATA_METRICS}
     prev = None
     n = batch["input_ids"].shape[1]
@@ -308,7 +312,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     if cache or refresh:
         path.parent.mkdir(parents=True, exist_ok=True)
         with locked(path.parent):                   # one lock for the folder: no lock file per report
-            sweep(path)
+            sweep(path, everything=True)
             atomic_write_text(path, json.dumps(report))
     return report
 

@@ -270,6 +270,9 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise ValueError(f"model must be a Hugging Face model (e.g. from connlap_lite.load_model), "
+                         f"got {type(model).__name__}")
     adapter = adapter_for(model)
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
@@ -281,6 +284,9 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         raise ValueError("the model must use eager attention to expose its attention weights; load it with "
                          "attn_implementation='eager' (connlap_lite.load_model does)")
+    if model.training:
+        raise ValueError("model is in training mode (dropout is active); call model.eval() first "
+                         "(connlap_lite.load_model returns it in eval mode)")
     inputs = _as_batch(batch, _device_of(model), model)
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()

@@ -24,6 +24,8 @@ def _walk_matrix(P, name="P"):
     numpy = is_numpy(P)
     P = P.P.to(P.precision) if isinstance(P, ConnectionWalk) else to_tensor(P, name, ndim=2)
     check_shape(P, name, (P.shape[0], P.shape[0]))
+    if P.shape[0] == 0:
+        raise ValueError(f"{name} must be a walk on at least one token, got shape {tuple(P.shape)}")
     if bool((P < 0).any()):
         raise ValueError(f"{name} must be nonnegative (a walk matrix)")
     return P, numpy
@@ -219,7 +221,7 @@ def isometry_defect(T, *, rtol: float | None = None):
     else:
         numpy = is_numpy(T)
         T = to_tensor(T, "T")
-        if T.ndim < 2:
+        if T.ndim < 2 or T.numel() == 0:
             raise ValueError(f"T must be a matrix or a stack of matrices, got shape {tuple(T.shape)}")
         s = torch.linalg.svdvals(T.to(compute_dtype(T)))
         d = max(T.shape[-2:])

@@ -169,6 +169,7 @@ def stationary(P: torch.Tensor) -> torch.Tensor:
 
 def reversibility(P: torch.Tensor) -> torch.Tensor:
     """``||Pi P - P^T Pi||_F / ||Pi P||_F`` of an irreducible walk (use :func:`teleport` first)."""
+    P = _walks(P)
     pi = stationary(P)
     F = pi[..., :, None] * P.double()
     return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ._backend import check_index, check_shape, is_numpy, out, to_tensor
+from ._backend import check_float_dtype, check_index, check_shape, is_numpy, out, to_tensor
 from .transports import (ConstantTransport, EdgeTransport, FrameChange,
                          MixtureTransport, Transport)
 
@@ -182,6 +182,7 @@ class ConnectionWalk:
 
     def to(self, **kw) -> "ConnectionWalk":
         """A copy with every tensor moved by ``Tensor.to(**kw)`` (device, dtype)."""
+        check_float_dtype(kw.get("dtype"))
         w = ConnectionWalk.__new__(ConnectionWalk)
         w._numpy = self._numpy
         w.P = self.P.to(**kw)

@@ -156,6 +156,7 @@ ATTENTION = [
     ("A 2-d", lambda: C.walk_from_heads(A3[0], HEADS), ValueError, "A must have 3 dimensions"),
     ("A not square", lambda: C.walk_from_heads(np.ones((4, 3, 2)), HEADS), ValueError, r"P must have shape"),
     ("heads not heads", lambda: C.walk_from_heads(A3, "heads"), TypeError, "heads must be a HeadTransports"),
+    ("walk to int dtype", lambda: WALK.to(dtype=torch.int64), TypeError, "dtype must be a floating torch dtype"),
 ]
 
 # ------------------------------------------------------------------ laplacian
@@ -185,6 +186,11 @@ LAPLACIAN = [
      r"P must have shape \(2, 2\)"),
     ("stationary 1-d", lambda: C.stationary_distribution(np.ones(3)), ValueError, "P must have 2 dimensions"),
     ("stationary string", lambda: C.stationary_distribution("P"), TypeError, "P must be a numeric"),
+    ("stationary empty", lambda: C.stationary_distribution(np.ones((0, 0))), ValueError,
+     "P must be a walk on at least one token"),
+    ("stochasticity empty", lambda: C.stochasticity_defect(np.ones((0, 0))), ValueError,
+     "P must be a walk on at least one token"),
+    ("isometry empty", lambda: C.isometry_defect(np.ones((0, 0))), ValueError, "T must be a matrix"),
     ("reversibility pi length", lambda: C.reversibility_defect(P3, pi=np.ones(2)), ValueError,
      r"pi must have shape \(3\)"),
     ("reversibility pi negative", lambda: C.reversibility_defect(P3, pi=-np.ones(3)), ValueError,
@@ -246,6 +252,7 @@ METRICS = [
     ("without sinks range", lambda: M.without_sinks(U5, [7]), ValueError, "sinks entries .* out of range"),
     ("stationary not square", lambda: M.stationary(torch.ones(2, 3)), ValueError, "P must be a walk matrix"),
     ("reversibility negative", lambda: M.reversibility(-U5), ValueError, "P must be nonnegative"),
+    ("reversibility numpy not square", lambda: M.reversibility(np.ones((2, 3))), ValueError, "P must be a walk matrix"),
     ("rank free empty", lambda: M.rank_free_defect(torch.zeros(0)), ValueError, "s must hold nonnegative singular"),
     ("rank free negative", lambda: M.rank_free_defect(torch.tensor([1.0, -1.0])), ValueError,
      "s must hold nonnegative singular"),
@@ -391,7 +398,9 @@ EXTRACTION = [
     ("reference index", lambda m: _first(m, IDS).reference(True), ValueError, "i must be a passage index"),
     ("head transports layer", lambda m: C.head_transports(m, 2), ValueError, r"layer must be an int in \[0, 2\)"),
     ("head transports float", lambda m: C.head_transports(m, 1.0), ValueError, r"layer must be an int in \[0, 2\)"),
-    ("unsupported model", lambda m: _first(torch.nn.Linear(2, 2), IDS), Exception, "config|unsupported|architecture"),
+    ("unsupported model", lambda m: _first(torch.nn.Linear(2, 2), IDS), ValueError, "model must be a Hugging Face"),
+    ("model in training mode", lambda m: _first(m.train(), IDS), ValueError,
+     r"model is in training mode \(dropout is active\); call model.eval\(\)"),
 ]
 
 
@@ -418,6 +427,8 @@ ANALYSIS = [
     ("measure padded", lambda m: A.measure(m, PADDED, encoder=False), ValueError,
      r"batch has padding tokens \(attention_mask 0\) in passages \[1\]"),
     ("measure list", lambda m: A.measure(m, [1, 2], encoder=False), TypeError, "batch must be a dict with 'input_ids'"),
+    ("measure encoder flag", lambda m: A.measure(m, {"input_ids": IDS}, encoder=True), ValueError,
+     "encoder=True but LlamaForCausalLM is causal"),
     ("measure too long", lambda m: A.measure(m, {"input_ids": torch.ones(2, 20, dtype=torch.long)}, encoder=False),
      ValueError, "more than the 16 positions"),
     ("curve metric", lambda m: A.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
@@ -536,6 +547,7 @@ def test_text(fn, err, pattern, tok):
 @pytest.mark.parametrize("fn, err, pattern", table(EXTRACTION))
 def test_extraction(fn, err, pattern, tiny):
     check(lambda: fn(tiny), err, pattern)
+    tiny.eval()
     assert all(not m._forward_hooks for m in tiny.model.layers[0].modules())
 
 

@@ -343,3 +343,22 @@ def test_tiny_model_weights_are_what_was_saved(fake, tiny_folder):
     saved = load_file(str(tiny_folder / "model.safetensors"))
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in saved.items() if k in own)
+
+
+def test_legacy_and_foreign_temporaries(tmp_path):
+    target = tmp_path / "model.gguf"
+    legacy = tmp_path / "model.part-123"                  # what earlier versions left (suffix replaced)
+    mine = tmp_path / "model.gguf.part-9-abc"
+    keep = tmp_path / "modelx.part-1"
+    for p in (legacy, mine, keep):
+        p.write_bytes(b"x")
+    with _files.locked(target):
+        gone = _files.sweep(target)
+    assert sorted(gone) == sorted([legacy, mine]) and keep.exists()
+    folder = tmp_path / "measurements"
+    folder.mkdir()
+    (folder / "a-1.json.tmp-5-x").write_text("{")
+    (folder / "b-2.tmp-7").write_text("{")
+    (folder / "c-3.json").write_text("{}")
+    _files.sweep(folder / "c-3.json", everything=True)
+    assert [p.name for p in folder.iterdir()] == ["c-3.json"]
