@@ -362,3 +362,26 @@ def test_legacy_and_foreign_temporaries(tmp_path):
     (folder / "c-3.json").write_text("{}")
     _files.sweep(folder / "c-3.json", everything=True)
     assert [p.name for p in folder.iterdir()] == ["c-3.json"]
+
+
+def test_a_loader_waits_for_the_lock_and_uses_the_copy_finished_meanwhile(tiny_folder, cache, monkeypatch):
+    """Deterministic: the test holds the lock and finishes the copy; a loader started meanwhile must wait
+    for the lock and then use that copy, not convert (or remove) one of its own."""
+    import time
+    monkeypatch.setitem(models.OFFLINE, "fake-tiny", ("fake-tiny==0", "decoder"))
+    target = models._converted_dir("fake-tiny")
+    ready = cache.parent / "ready"
+    env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    with _files.locked(target):
+        proc = subprocess.Popen(tiny_models.worker_command(tiny_folder, ready), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)                                   # the loader is now blocked on the lock
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        models._converted("fake-tiny", str(tiny_folder), {})
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert tiny_models.parse(out)["converted"] == 0
+    assert models._intact(target)

@@ -15,10 +15,24 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 import tiny_models
+import time
+import safetensors.torch
 from connlap_lite import models
 tiny_models.register(models, Path({folder!r}))
+_save = safetensors.torch.save_model
+def slow_save(*args, **kw):          # a conversion as slow as a real one, so that the processes overlap
+    time.sleep(1.0)
+    return _save(*args, **kw)
+safetensors.torch.save_model = slow_save
+sources = []
+_source = models._source
+models._source = lambda name: sources.append(name) or _source(name)
+ready = {ready!r}
+if ready:
+    Path(ready).write_text("loading")
 model, tok = models.load_model("fake-tiny")
-print(json.dumps({{"sum": float(sum(p.double().sum() for p in model.parameters())), "vocab": len(tok)}}))
+print(json.dumps({{"sum": float(sum(p.detach().double().sum() for p in model.parameters())), "vocab": len(tok),
+                  "converted": len(sources)}}))
 """
 
 
@@ -47,9 +61,10 @@ def register(models, folder: Path) -> None:
     models._source = lambda name, _folder=str(folder): (_folder, {})
 
 
-def worker_command(folder: Path) -> list[str]:
-    """A Python command that loads ``fake-tiny`` from ``folder`` and prints its weights' sum as JSON."""
-    code = WORKER.format(tests=str(Path(__file__).parent), folder=str(folder))
+def worker_command(folder: Path, ready: Path | None = None) -> list[str]:
+    """A Python command that loads ``fake-tiny`` from ``folder`` and prints as JSON its weights' sum and whether
+    it converted the model itself; it writes ``ready`` (if given) just before it starts loading."""
+    code = WORKER.format(tests=str(Path(__file__).parent), folder=str(folder), ready=str(ready or ""))
     return [sys.executable, "-c", code]
 
 
