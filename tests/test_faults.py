@@ -212,9 +212,10 @@ def test_every_offline_gguf_has_a_pinned_hash():
             assert spec is not None and len(spec.sha256) == 64 and spec.size > 0
 
 
-def test_real_smollm2_gguf_matches_its_pin():
-    spec = models.PACKAGED["smollm2-135m"]
-    assert models._packaged(spec, "smollm2-135m").stat().st_size == spec.size
+@pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6"])
+def test_real_packaged_files_match_their_pins(name):
+    spec = models.PACKAGED[name]
+    assert models._packaged(spec, name).stat().st_size == spec.size
 
 
 @pytest.fixture
