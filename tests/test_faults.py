@@ -386,3 +386,44 @@ def test_a_loader_waits_for_the_lock_and_uses_the_copy_finished_meanwhile(tiny_f
     assert proc.returncode == 0, err[-2000:]
     assert tiny_models.parse(out)["converted"] == 0
     assert models._intact(target)
+
+
+def test_interrupted_assembly_leaves_nothing(chunks, monkeypatch):
+    spec, whole, folder = chunks
+    real_replace = os.replace
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(models.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        models.assemble(spec, "fake", folder=folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["fake.gguf.lock"]
+    monkeypatch.setattr(models.os, "replace", real_replace)
+    assert models.assemble(spec, "fake", folder=folder).read_bytes() == whole
+
+
+WRITER = r"""
+import json, sys
+from pathlib import Path
+from connlap_lite import _files
+path = Path(sys.argv[1])
+for k in range(40):
+    with _files.locked(path.parent):
+        _files.atomic_write_text(path, json.dumps({"writer": sys.argv[2], "k": k, "pad": "x" * 200_000}))
+"""
+
+
+def test_concurrent_report_writers_never_show_a_partial_file(tmp_path):
+    path = tmp_path / "measurements" / "r.json"
+    path.parent.mkdir()
+    _files.atomic_write_text(path, json.dumps({"writer": "start"}))
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(i)], stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    reads = 0
+    while any(p.poll() is None for p in procs):
+        json.loads(path.read_text())                   # always a whole report, old or new
+        reads += 1
+    for p in procs:
+        assert p.returncode == 0, p.stderr.read()[-2000:]
+    assert reads > 0 and json.loads(path.read_text())["k"] == 39
+    assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
