@@ -2,20 +2,34 @@
 
 Computes the same metrics as the book's empirical chapters (E1-E3) for any supported
 model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
+The options and output paths are checked before the analysis; every failure ends in one
+``error: ...`` line on stderr and a non-zero exit status (2 for bad options, 1 otherwise).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 SUMMARY = ["tv_norm", "spec", "cross", "rev", "sink", "head_defect", "head_defect_gain", "data_defect", "edge_defect"]
 
 
+class _Usage(Exception):
+    """A bad option: reported as one ``error:`` line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):                  # argparse's own errors, as one line instead of usage + message
+        raise _Usage(f"{message} (see python -m connlap_lite analyze --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m connlap_lite", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="python -m connlap_lite", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
     a.add_argument("model", help="offline short name (minilm-l6, smollm2-135m, gemma3-270m, "
                                  "qwen2.5-coder-0.5b, qwen2.5-coder-1.5b), Hugging Face id or local folder")
@@ -27,15 +41,55 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     a.add_argument("--json", type=Path, help="write the full report here")
     a.add_argument("--figures", type=Path, help="write per-layer figures (PNG) into this folder")
-    a.add_argument("--no-cache", action="store_true", help="recompute even if a cached report exists")
+    a.add_argument("--no-cache", action="store_true", help="recompute, and overwrite the cached report")
     return ap
 
 
 def _fail(ap, message: str) -> None:
-    ap.error(message)   # prints usage and the message to stderr, exits with status 2
+    raise _Usage(message)
+
+
+def _writable_folder(folder: Path, option: str) -> None:
+    """Make ``folder`` (and its parents) and prove a file can be written there, or fail naming ``option``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".connlap-probe-"):
+            pass
+    except OSError as exc:
+        raise _Usage(f"{option}: cannot write into {folder} ({exc.strerror or exc}); give a writable path") from None
+
+
+def _check_outputs(args, ap) -> None:
+    """``--json`` and ``--figures`` checked before the analysis, not after it."""
+    if args.json is not None:
+        if args.json.is_dir():
+            _fail(ap, f"--json {args.json} is a folder; give a file path such as {args.json / 'report.json'}")
+        if args.json.exists() and not os.access(args.json, os.W_OK):
+            _fail(ap, f"--json {args.json}: the file is not writable; give another path")
+        _writable_folder(args.json.parent, f"--json {args.json}")
+    if args.figures is not None:
+        if args.figures.exists() and not args.figures.is_dir():
+            _fail(ap, f"--figures {args.figures} is a file; give a folder (it is created if missing)")
+        _writable_folder(args.figures, f"--figures {args.figures}")
 
 
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except _Usage as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:                                   # every failure: one line, never a traceback
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"error: {text}" if isinstance(exc, (OSError, ValueError, TypeError, ModuleNotFoundError))
+              else f"error: {type(exc).__name__}: {text}", file=sys.stderr)
+        return 1
+
+
+def _main(argv=None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
     if args.passages < 2:
@@ -46,28 +100,33 @@ def main(argv=None) -> int:
     if args.texts is not None:
         if not args.texts.is_file():
             _fail(ap, f"--texts {args.texts}: no such file")
-        texts = [t.strip() for t in args.texts.read_text(encoding="utf-8").split("\n\n") if t.strip()]
+        try:
+            raw = args.texts.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(ap, f"--texts {args.texts}: cannot read it as UTF-8 text ({exc})")
+        texts = [t.strip() for t in raw.split("\n\n") if t.strip()]
         if not texts:
             _fail(ap, f"--texts {args.texts}: the file holds no text")
+    if args.seed < 0:
+        _fail(ap, f"--seed must be a nonnegative int, got {args.seed}")
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", args.device):
+        _fail(ap, f"--device must be cpu, cuda, cuda:N or mps, got {args.device!r}")
     if args.device.startswith("cuda"):
         import torch
         if not torch.cuda.is_available():
             _fail(ap, f"--device {args.device}: CUDA is not available here; use --device cpu")
-    if args.json is not None and args.json.is_dir():
-        _fail(ap, f"--json {args.json} is a folder; give a file path such as {args.json / 'report.json'}")
+        if ":" in args.device and int(args.device.split(":")[1]) >= torch.cuda.device_count():
+            _fail(ap, f"--device {args.device}: only {torch.cuda.device_count()} CUDA devices here")
+    _check_outputs(args, ap)
     from .analysis import analyze, depth_trend, layer_curve
 
-    try:
-        report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
-                         random_init=args.random_init, texts=texts, device=args.device, cache=not args.no_cache,
-                         progress=True)
-        from .known import known_results        # the chapter *Known results, reproduced*, same passages
-        report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
-                                                seed=args.seed, random_init=args.random_init, texts=texts,
-                                                device=args.device, cache=not args.no_cache)
-    except (OSError, ValueError, ModuleNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
+                     random_init=args.random_init, texts=texts, device=args.device, refresh=args.no_cache,
+                     progress=True)
+    from .known import known_results              # the chapter *Known results*, on the same passages
+    report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
+                                            seed=args.seed, random_init=args.random_init, texts=texts,
+                                            device=args.device, cache=not args.no_cache)
     main_condition = "random" if args.random_init else "trained"
     print(f"{report['model']}: {report['family']}, {'encoder' if report['encoder'] else 'decoder'}, "
           f"{report['layers']} layers, {report['parameters']:,} parameters, "
@@ -79,13 +138,11 @@ def main(argv=None) -> int:
                 continue
             means = layer_curve(report, metric, cond, n_boot=1)[0]
             rho, p = depth_trend(report, metric, cond)
-            print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")
+            print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
     print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps(report, indent=1))
-        tmp.replace(args.json)
+        from ._files import atomic_write_text
+        atomic_write_text(args.json, json.dumps(report, indent=1))
         print(f"wrote {args.json}")
     if args.figures is not None:
         from .plots import layer_curves

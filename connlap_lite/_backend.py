@@ -7,6 +7,7 @@ as numpy.  Every check names the argument it rejects and what it expected.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,68 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
     return t
 
 
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
+    """``value`` as an int in ``[low, high)``, or an error naming ``name``: a float, a bool or a string is refused.
+
+    Examples
+    --------
+    >>> check_int(3, "k", low=1)
+    3
+    >>> check_int(2.5, "k")
+    Traceback (most recent call last):
+    ...
+    TypeError: k must be an int, got 2.5 (float)
+    """
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value >= high):
+        span = (f"in [{low}, {high})" if high is not None and low is not None
+                else f"at least {low}" if low is not None else f"below {high}")
+        raise ValueError(f"{name} must be {span}, got {value}" + (f" ({why})" if why else ""))
+    return value
+
+
+def check_index(value, name: str, n: int) -> int:
+    """``value`` as an index in ``[0, n)``: an int (numpy ints too), never a float silently truncated.
+
+    Examples
+    --------
+    >>> check_index(2, "i", 3)
+    2
+    >>> check_index(1.5, "i", 3)
+    Traceback (most recent call last):
+    ...
+    TypeError: i must be an int index in [0, 3), got 1.5 (float)
+    """
+    import numbers
+
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point() \
+            and value.dtype != torch.bool:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int index in [0, {n}), got {value!r} ({type(value).__name__})")
+    if not 0 <= int(value) < n:
+        raise ValueError(f"{name} must be an index in [0, {n}), got {int(value)}: out of range")
+    return int(value)
+
+
+def check_indices(values, name: str, n: int) -> list[int]:
+    """A sequence of indices in ``[0, n)`` (see :func:`check_index`); a bare int or a string is refused."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list of int indices in [0, {n}), got {values!r}")
+    return [check_index(v, f"{name} entries", n) for v in values]
+
+
+def check_float_dtype(dtype, name: str = "dtype") -> None:
+    """Refuse a non-floating dtype (integers would truncate probabilities to 0 and 1)."""
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"{name} must be a floating torch dtype (torch.float32, torch.float64, ...) or None, "
+                        f"got {dtype!r}")
+
+
 def _all_finite(t: torch.Tensor) -> bool:
     """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one."""
     lo, hi = torch.aminmax(t)
@@ -85,6 +148,36 @@ def common_dtype(*ts: torch.Tensor) -> torch.dtype:
     for t in ts:
         dt = torch.promote_types(dt, t.dtype)
     return dt
+
+
+def harmonise(*ts: torch.Tensor | None) -> tuple:
+    """``ts`` in their widest floating dtype (``None`` entries kept): float32 with float64 computes in float64.
+
+    Examples
+    --------
+    >>> a, b, c = harmonise(torch.ones(2, dtype=torch.float32), torch.ones(2, dtype=torch.float64), None)
+    >>> a.dtype, b.dtype, c
+    (torch.float64, torch.float64, None)
+    """
+    dt = common_dtype(*(t for t in ts if t is not None))
+    return tuple(t if t is None or t.dtype == dt else t.to(dt) for t in ts)
+
+
+def tolerance(*dtypes: torch.dtype, n: int = 1) -> float:
+    """The absolute tolerance of a check on values of ``dtypes`` summed ``n`` at a time.
+
+    ``1e-8`` in float64; for a coarser dtype (the least precise one given counts) ``16 sqrt(n)``
+    rounding units, so a float32 walk that is row-stochastic to its own precision passes.
+
+    Examples
+    --------
+    >>> tolerance(torch.float64, n=128)
+    1e-08
+    >>> round(tolerance(torch.float32, n=100), 7)
+    1.91e-05
+    """
+    eps = max(torch.finfo(dt).eps for dt in dtypes)
+    return max(1e-8, 16 * eps * math.sqrt(max(n, 1)))
 
 
 def compute_dtype(t: torch.Tensor) -> torch.dtype:

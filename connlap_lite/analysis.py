@@ -3,8 +3,10 @@
 ``analyze(name)`` loads a model, builds its nulls (the same architecture at random
 initialisation, two seeds; the trained model on shuffled passages), streams every layer,
 and returns per-layer, per-passage values of every metric in :mod:`connlap_lite.metrics`.
-Results are cached as JSON (keyed by the arguments and the source of this module and of
-``metrics``), so the chapters that share a measurement compute it once.
+Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
+(bumped whenever a metric's definition changes) and, for a local folder, the identity of its
+files, so the chapters that share a measurement compute it once.  A cached report that cannot
+be read or does not have the expected shape is recomputed (with a warning) and overwritten.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
@@ -12,16 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
+import warnings
 from pathlib import Path
 
 import torch
 
 from . import metrics as M
+from ._backend import check_int
+from ._files import atomic_write_text, locked, sweep
 from .adapters import adapter_for
-from .extraction import attention_walks, head_transports
-from .models import cache_dir, load_model
+from .extraction import attention_walks, head_transports, max_positions
+from .models import OFFLINE, cache_dir, load_model
+from .text import check_texts
 from .text import passages as make_passages
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
@@ -89,7 +94,8 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
     for key, W in (("cross", P), ("cross_nosink", Pn)):
         spec = M.sym_spectrum(W)
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
-        out[key] = pair.sum(1) / max(B - 1, 1)           # each passage's mean distance to the others
+        # each passage's mean distance to the others; with one passage there are no others
+        out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
     return out
 
 
@@ -126,6 +132,19 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
     Walk and data metrics are lists of per-passage values; head metrics are per-head values.
     """
     adapter = adapter_for(model)
+    if not isinstance(batch, dict) or "input_ids" not in batch:
+        raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
+                        "connlap_lite.passages")
+    mask = batch.get("attention_mask")
+    if mask is not None and not bool(torch.as_tensor(mask).bool().all()):
+        rows = torch.nonzero(~torch.as_tensor(mask).bool().all(1)).flatten().tolist()
+        raise ValueError(f"batch has padding tokens (attention_mask 0) in passages {rows[:5]}: measure needs "
+                         "passages of equal length without padding, as connlap_lite.passages makes; measure "
+                         "unequal texts one at a time")
+    causal = adapter.mask(model, 0)["causal"]
+    if bool(encoder) == causal:
+        raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
+                         f"pass encoder={not causal} (its sink tokens depend on it)")
     res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + HEAD_METRICS + DATA_METRICS}
     prev = None
     n = batch["input_ids"].shape[1]
@@ -162,24 +181,111 @@ def _key(name: str, **kw) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def _folder_identity(name: str) -> str | None:
+    """For a local folder, a digest of its files' names, sizes and modification times; else None.
+
+    The offline short names pin their packages' versions in the name of their files (and hashes
+    in :mod:`connlap_lite.models`), so their key is left as it was.
+    """
+    if name in OFFLINE or not Path(name).expanduser().is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(Path(name).expanduser().rglob("*")):
+        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(Path(name).expanduser()).parts):
+            st = f.stat()
+            h.update(f"{f.relative_to(Path(name).expanduser())}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _report_problem(report, name: str, args: dict) -> str | None:
+    """Why a cached report cannot be used (None if it can): its shape is checked, not trusted."""
+    if not isinstance(report, dict):
+        return f"it holds a {type(report).__name__}, not a report"
+    if report.get("schema") != SCHEMA:
+        return f"its schema is {report.get('schema')!r}, not {SCHEMA!r}"
+    if report.get("model") != name:
+        return f"it is a report on {report.get('model')!r}"
+    layers, conditions = report.get("layers"), report.get("conditions")
+    if not isinstance(layers, int) or layers < 1 or not isinstance(conditions, dict):
+        return "it has no layer count or no conditions"
+    want = ["random" if args["random_init"] else "trained"] + [f"random{s}" for s in args["random_seeds"]]
+    want += ["shuffled"] if args["shuffle"] else []
+    for cond in want:
+        values = conditions.get(cond)
+        if not isinstance(values, dict) or not values:
+            return f"condition {cond!r} is missing"
+        for metric, per_layer in values.items():
+            expected = layers - 1 if metric in STEP_METRICS else layers
+            if not isinstance(per_layer, list) or len(per_layer) != expected or \
+                    not all(isinstance(v, list) and v for v in per_layer):
+                return f"{cond}/{metric} does not hold {expected} per-layer lists"
+    return None
+
+
+def _cached(path: Path, name: str, args: dict) -> dict | None:
+    """The cached report at ``path``, or None (absent, unreadable or malformed: a warning says which)."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"the cached measurement {path} cannot be read ({exc}); recomputing it", stacklevel=3)
+        return None
+    problem = _report_problem(report, name, args)
+    if problem:
+        warnings.warn(f"the cached measurement {path} is not usable ({problem}); recomputing it", stacklevel=3)
+        return None
+    return report
+
+
+def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple[list[int], list | None]:
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a model short name, Hugging Face id or folder, got {name!r}")
+    check_int(n_passages, "n_passages", low=2, why="bootstrap intervals and cross-passage distances need two")
+    check_int(n_tokens, "n_tokens", low=4)
+    check_int(seed, "seed", low=0)
+    if isinstance(random_seeds, (str, bytes)) or not hasattr(random_seeds, "__iter__"):
+        raise TypeError(f"random_seeds must be a sequence of ints such as (0, 1), got {random_seeds!r}")
+    seeds = list(random_seeds)
+    for s in seeds:
+        check_int(s, "random_seeds entries", low=0)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"random_seeds must not repeat a seed, got {seeds}")
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
+    return seeds, None if texts is None else check_texts(texts)
+
+
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
-            device: str = "cpu", cache: bool = True, progress: bool = False) -> dict:
+            device: str = "cpu", cache: bool = True, refresh: bool = False, progress: bool = False) -> dict:
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
     ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
     for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
 
+    ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
+    the cached report.  A cached report that is unreadable or malformed is recomputed with a warning.
+
     Chapters: *E1*, *E2*, *E3*.
     """
-    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=list(random_seeds),
+    random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
+    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts)
-    path = cache_dir() / "measurements" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
-    if cache and path.exists():
-        return json.loads(path.read_text())
+    identity = _folder_identity(name)
+    key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)
+    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name.strip("/"))[-80:]
+    path = cache_dir() / "measurements" / f"{slug}-{key}.json"
+    if cache and not refresh:
+        report = _cached(path, name, args)
+        if report is not None:
+            return report
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
+    limit = max_positions(model)
+    if limit is not None and n_tokens > limit:
+        raise ValueError(f"n_tokens must be at most {limit} for {name!r} (its positions), got {n_tokens}")
     if q4:
         quantise_q4(model)
     adapter = adapter_for(model)
@@ -203,17 +309,35 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
                                                      progress=progress)
         del null
     report["seconds"] = time.perf_counter() - start
-    if cache:
+    if cache or refresh:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(report))
-        os.replace(tmp, path)
+        with locked(path.parent):                   # one lock for the folder: no lock file per report
+            sweep(path, everything=True)
+            atomic_write_text(path, json.dumps(report))
     return report
+
+
+def values_of(report, metric: str, condition: str = "trained", name: str = "report") -> list:
+    """``report["conditions"][condition][metric]``, or an error naming what is missing and what is there."""
+    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
+        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
+                        f"got {type(report).__name__}")
+    conditions = report["conditions"]
+    if not isinstance(condition, str) or condition not in conditions:
+        raise ValueError(f"condition must be one of the report's conditions {sorted(conditions)}, got {condition!r}")
+    if not isinstance(metric, str) or metric not in conditions[condition]:
+        raise ValueError(f"metric must be one of {sorted(conditions[condition])} (measured in {condition!r}), "
+                         f"got {metric!r}")
+    values = conditions[condition][metric]
+    if not isinstance(values, list) or not values or not all(isinstance(v, list) and v for v in values):
+        raise ValueError(f"{name}'s {condition}/{metric} must be a non-empty list of per-layer lists; the report "
+                         "is damaged: recompute it with analyze(..., refresh=True)")
+    return values
 
 
 def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot: int = 1000):
     """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
-    values = report["conditions"][condition][metric]
+    values = values_of(report, metric, condition)
     means, lo, hi = [], [], []
     for v in values:
         m, a, b = M.bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)

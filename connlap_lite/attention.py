@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._backend import check_shape, is_numpy, out, to_tensor
+from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
 from .transports import ConstantTransport, HeadTransports, MixtureTransport
 from .walks import ConnectionWalk
 
@@ -78,6 +78,10 @@ class AttentionWeights:
                 b = to_tensor(b, name)
                 check_shape(b, name, shape)
                 setattr(self, name, b)
+        names = ("W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o")
+        # one float32 weight among float64 ones: all compute in float64
+        for name, t in zip(names, harmonise(*(getattr(self, k) for k in names))):
+            setattr(self, name, t)
 
     @classmethod
     def random(cls, d: int, n_heads: int, n_groups: int | None = None, d_head: int | None = None, *,
@@ -134,6 +138,13 @@ class AttentionWeights:
         return c
 
 
+def _weights(weights) -> AttentionWeights:
+    if not isinstance(weights, AttentionWeights):
+        raise TypeError(f"weights must be an AttentionWeights (e.g. AttentionWeights.random(d=8, n_heads=2)), "
+                        f"got {type(weights).__name__}")
+    return weights
+
+
 def _mask(n: int, mask, causal: bool, padding, bias, H: int, like: torch.Tensor) -> torch.Tensor:
     """The additive score mask ``M`` (0 or -inf) plus positional biases, shape (H, n, n)."""
     M = torch.zeros(H, n, n, dtype=like.dtype, device=like.device)
@@ -178,7 +189,7 @@ def attention_patterns(X, weights: AttentionWeights, *, causal: bool = False, ma
     """
     numpy = is_numpy(X)
     X = to_tensor(X, "X", ndim=2)
-    w = weights
+    w = _weights(weights)
     check_shape(X, "X", (None, w.d))
     X = X.to(w.W_q)
     g = w.groups()
@@ -211,7 +222,7 @@ def multi_head_attention(X, weights: AttentionWeights, **masks):
     """
     numpy = is_numpy(X)
     X = to_tensor(X, "X", ndim=2)
-    w = weights
+    w = _weights(weights)
     check_shape(X, "X", (None, w.d))
     X = X.to(w.W_q)
     A = attention_patterns(X, w, **masks)
@@ -270,7 +281,7 @@ def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
 
     Chapter: *Single-head attention*.
     """
-    if weights.n_heads != 1:
+    if _weights(weights).n_heads != 1:
         raise ValueError(f"sha_walk needs one head, got weights with {weights.n_heads}; use mha_walk")
     numpy = is_numpy(X)
     A = attention_patterns(to_tensor(X, "X", ndim=2), weights, **masks)
@@ -300,7 +311,7 @@ def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
     Chapter: *Multi-head attention*.
     """
     numpy = is_numpy(X)
-    A = attention_patterns(to_tensor(X, "X", ndim=2), weights, **masks)
+    A = attention_patterns(to_tensor(X, "X", ndim=2), _weights(weights), **masks)
     walk = walk_from_heads(A, weights.transports(), offset=weights.offset())
     walk._numpy = numpy
     return walk

@@ -20,6 +20,7 @@ from typing import Iterator
 
 import torch
 
+from ._backend import check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import walk_from_heads
@@ -38,7 +39,7 @@ def head_transports(model, layer: int) -> HeadTransports:
     """
     adapter = adapter_for(model)
     n_layers = len(adapter.layers(model))
-    if not isinstance(layer, int) or not 0 <= layer < n_layers:
+    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n_layers:
         raise ValueError(f"layer must be an int in [0, {n_layers}), got {layer!r}")
     H, G = adapter.shape(model)
     return _factor(*adapter.value_output(model, layer), H, G)
@@ -56,8 +57,9 @@ def streamed_layers(model, modules, chosen, inputs: dict):
     model's order; the forward waits at that module until the iterator is asked for the
     next one, so each module's output is alive only while its reader holds it.  An error
     in the forward is raised by the iterator.  On exit (normal, early or by an error) a
-    forward still running is stopped at its next chosen module, the thread is joined and
-    the hooks are removed.
+    forward paused at a module is stopped there and the thread is joined.  The hooks are
+    removed first, in their own ``finally``: a second interrupt during the join cannot leave
+    them on the model (a forward that was computing, not paused, then runs to its end).
     """
     wanted = set(chosen)
     handoff: queue.Queue = queue.Queue(maxsize=1)
@@ -104,11 +106,13 @@ def streamed_layers(model, modules, chosen, inputs: dict):
         thread.start()
         yield layers()
     finally:
-        if thread.is_alive():
-            resume.put(stop)
-        thread.join()
-        for h in handles:
-            h.remove()
+        try:
+            for h in handles:
+                h.remove()
+        finally:
+            if thread.is_alive():
+                resume.put(stop)
+            thread.join()
 
 
 @dataclass
@@ -139,8 +143,8 @@ class LayerWalks:
 
         Half precision is upcast to float32 unless ``dtype`` says otherwise.
         """
-        if not 0 <= i < self.attention.shape[0]:
-            raise ValueError(f"i must be a passage index in [0, {self.attention.shape[0]}), got {i}")
+        i = self._passage(i)
+        check_float_dtype(dtype)
         keep = self.tokens[i]
         dtype = dtype or (torch.float32 if self.attention.dtype in (torch.float16, torch.bfloat16)
                           else self.attention.dtype)
@@ -152,26 +156,69 @@ class LayerWalks:
 
     def section(self, i: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         """The input section of passage ``i`` on its real tokens, ``(n_i, d)``."""
+        i = self._passage(i)
+        check_float_dtype(dtype)
         x = self.inputs[i][self.tokens[i]]
         return x.to(dtype) if dtype else x
 
     def reference(self, i: int) -> torch.Tensor:
         """The module's own output for passage ``i`` on its real tokens."""
+        i = self._passage(i)
         return self.output[i][self.tokens[i]]
 
+    def _passage(self, i) -> int:
+        B = self.attention.shape[0]
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < B:
+            raise ValueError(f"i must be a passage index, an int in [0, {B}), got {i!r}")
+        return i
 
-def _as_batch(batch, device):
+
+def max_positions(model) -> int | None:
+    """The most tokens a passage may have: the model's learned or trained positions (None: no limit known)."""
+    config = model.config
+    for key in ("n_positions", "max_position_embeddings"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _as_batch(batch, device, model=None):
+    """The batch as ``{"input_ids", "attention_mask"}`` on ``device``, every entry checked against ``model``."""
     if isinstance(batch, torch.Tensor):
         batch = {"input_ids": batch}
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a tensor of token ids or a dict with 'input_ids' "
                         "(and optionally 'attention_mask'), e.g. the output of connlap_lite.passages")
     ids = batch["input_ids"]
-    if ids.ndim != 2:
-        raise ValueError(f"input_ids must have shape (batch, tokens), got {tuple(ids.shape)}")
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"input_ids must be a torch tensor of token ids, got {type(ids).__name__}; "
+                        "use connlap_lite.passages or the tokenizer with return_tensors='pt'")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"input_ids must hold integer token ids, got dtype {ids.dtype}")
+    if ids.ndim != 2 or 0 in ids.shape:
+        raise ValueError(f"input_ids must have shape (batch, tokens), both at least 1, got {tuple(ids.shape)}")
     mask = batch.get("attention_mask")
     if mask is None:
         mask = torch.ones_like(ids)
+    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != tuple(ids.shape):
+        raise ValueError(f"attention_mask must be a tensor of the shape of input_ids {tuple(ids.shape)}, got "
+                         f"{tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__}")
+    if mask.is_floating_point() or not bool(((mask == 0) | (mask == 1)).all()):
+        raise ValueError("attention_mask must hold integers 0 (padding) and 1 (real token)")
+    empty = torch.nonzero(mask.sum(1) == 0).flatten().tolist()
+    if empty:
+        raise ValueError(f"attention_mask leaves passage {empty[0]} without any real token")
+    if model is not None:
+        vocab = getattr(model.config, "vocab_size", None)
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or (isinstance(vocab, int) and hi >= vocab):
+            raise ValueError(f"input_ids must be token ids in [0, {vocab}) for this model, got ids from {lo} to "
+                             f"{hi}; tokenise with the model's own tokenizer")
+        limit = max_positions(model)
+        if limit is not None and ids.shape[1] > limit:
+            raise ValueError(f"input_ids have {ids.shape[1]} tokens per passage, more than the {limit} positions "
+                             f"of {type(model).__name__}; use at most {limit} tokens (n_tokens <= {limit})")
     return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
 
 
@@ -184,6 +231,22 @@ def _forward_options(model) -> dict:
     if "logits_to_keep" in inspect.signature(model.forward).parameters:
         options["logits_to_keep"] = 1
     return options
+
+
+def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
+    """Stop where NaN or inf arises (half precision overflowing), naming the layer and the dtype."""
+    if t is None:
+        raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; load the "
+                           "model with attn_implementation='eager' (connlap_lite.load_model does)")
+    if t.numel() and not bool(torch.isfinite(t).all()):
+        bad = int((~torch.isfinite(t)).sum())
+        if t.dtype in (torch.float16, torch.bfloat16):
+            why = ("the activations overflow this precision; load the model with dtype=torch.bfloat16 "
+                   "(float32's range) or dtype=torch.float32")
+        else:
+            why = "its weights or the batch give non-finite activations; check the weights (a torn or corrupted file?)"
+        raise ValueError(f"layer {layer} of {type(model).__name__}: its {what} hold {bad} NaN or inf entries in "
+                         f"{t.dtype}; {why}")
 
 
 def _device_of(model):
@@ -207,16 +270,24 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        raise ValueError(f"model must be a Hugging Face model (e.g. from connlap_lite.load_model), "
+                         f"got {type(model).__name__}")
     adapter = adapter_for(model)
     modules = adapter.layers(model)
+    if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
+        raise TypeError(f"layers must be an iterable of layer indices such as [0, 3], got {layers!r}")
     chosen = range(len(modules)) if layers is None else list(layers)
     for l in chosen:
-        if not 0 <= l < len(modules):
-            raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l}")
+        if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(modules):
+            raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l!r}")
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         raise ValueError("the model must use eager attention to expose its attention weights; load it with "
                          "attn_implementation='eager' (connlap_lite.load_model does)")
-    inputs = _as_batch(batch, _device_of(model))
+    if model.training:
+        raise ValueError("model is in training mode (dropout is active); call model.eval() first "
+                         "(connlap_lite.load_model returns it in eval mode)")
+    inputs = _as_batch(batch, _device_of(model), model)
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()
     with torch.no_grad(), streamed_layers(model, modules, chosen, inputs) as stream:
@@ -225,6 +296,8 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
             stream = tqdm(stream, total=len(set(chosen)), desc=f"{type(model).__name__} layers", leave=False)
         for l, args, kwargs, out in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
+            _check_finite(model, l, "inputs", hidden)
+            _check_finite(model, l, "attention", out[1])
             yield LayerWalks(
                 layer=l,
                 attention=out[1],

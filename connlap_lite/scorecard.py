@@ -22,9 +22,35 @@ import math
 
 import numpy as np
 
-from .analysis import depth_trend
+from .analysis import depth_trend, values_of
 
 NULLS = ("random0", "random1")
+
+
+def _report(report, name: str = "report", *, nulls: bool = True, need=("model",)) -> dict:
+    """Check a report has what a rule reads: the keys ``need``, the trained and (with ``nulls``) null conditions."""
+    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
+        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
+                        f"got {type(report).__name__}")
+    missing = [k for k in need if k not in report]
+    if missing:
+        raise ValueError(f"{name} lacks {missing}: pass reports made by connlap_lite.analysis.analyze")
+    if "trained" not in report["conditions"]:
+        raise ValueError(f"{name} has no 'trained' condition (conditions: {sorted(report['conditions'])}); the rules "
+                         "compare a trained model with its nulls: analyze without random_init")
+    if nulls and not any(n in report["conditions"] for n in NULLS):
+        raise ValueError(f"{name} has no random-init null ({' or '.join(NULLS)}); analyze with random_seeds=(0, 1)")
+    return report
+
+
+def _reports(reports, name: str = "reports", need=("parameters",)) -> list[dict]:
+    if isinstance(reports, dict) or isinstance(reports, (str, bytes)) or not hasattr(reports, "__iter__"):
+        raise TypeError(f"{name} must be a list of reports from analyze, got {type(reports).__name__}; "
+                        "wrap a single report: [report]")
+    reports = list(reports)
+    if not reports:
+        raise ValueError(f"{name} is empty: pass at least one report from connlap_lite.analysis.analyze")
+    return [_report(r, f"{name}[{i}]", nulls=False, need=need) for i, r in enumerate(reports)]
 
 
 def _verdict(a: bool, b: bool) -> str:
@@ -37,13 +63,20 @@ def _mean(values) -> float:
 
 def late(values, fraction: float = 1 / 3) -> list:
     """The per-layer lists of the last ``fraction`` of layers (at least one)."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or len(values) == 0:
+        raise ValueError(f"values must be a non-empty list of per-layer values, got {values!r}")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
     k = max(1, math.ceil(len(values) * fraction))
     return values[-k:]
 
 
 def e1(report: dict, metric: str = "tv_norm_nosink") -> dict:
     """E1 verdict for one model: the numbers and the rule's outcome."""
-    c = report["conditions"]
+    c = _report(report)["conditions"]
+    for n in ("trained",) + NULLS:
+        if n in c:
+            values_of(report, metric, n)
     rho, p = depth_trend(report, metric)
     trained = _mean(late(c["trained"][metric]))
     null = min(_mean(late(c[n][metric])) for n in NULLS if n in c)      # below both nulls: below the lower one
@@ -55,7 +88,9 @@ def e1(report: dict, metric: str = "tv_norm_nosink") -> dict:
 
 def e2(report: dict) -> dict:
     """E2 verdict for one model."""
-    c = report["conditions"]
+    c = _report(report)["conditions"]
+    for metric in ("head_defect", "head_defect_gaussian", "data_defect"):
+        values_of(report, metric, "trained")
     head = _mean(c["trained"]["head_defect"])
     gauss = _mean(c["trained"]["head_defect_gaussian"])
     rand_head = min(_mean(c[n]["head_defect"]) for n in NULLS if n in c)
@@ -69,12 +104,19 @@ def e2(report: dict) -> dict:
 
 def late_value(report: dict, metric: str, condition: str = "trained") -> np.ndarray:
     """Per-passage (or per-head) late-layer values of ``metric``, averaged over the late layers."""
-    vals = late(report["conditions"][condition][metric])
+    vals = late(values_of(report, metric, condition))
     return np.mean(np.array(vals, dtype=float), axis=0)
 
 
 def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
     """Slope of the late-layer ``metric`` against log10(parameters), with a bootstrap interval."""
+    reports = _reports(reports)
+    bad = [i for i, r in enumerate(reports) if isinstance(r["parameters"], bool)
+           or not isinstance(r["parameters"], (int, float, np.number)) or not r["parameters"] > 0]
+    if bad:
+        raise ValueError(f"reports must count positive parameters; reports[{bad[0]}] has {reports[bad[0]]['parameters']!r}")
+    from ._backend import check_int
+    check_int(n_boot, "n_boot", low=1)
     x = np.log10([r["parameters"] for r in reports])
     samples = [late_value(r, metric) for r in reports]
     y = np.array([s.mean() for s in samples])
@@ -108,6 +150,8 @@ def e3(reports: list[dict], metric: str) -> dict:
 
 def scorecard(reports: list[dict]) -> list[dict]:
     """One row per claim and structure: the rule's verdict, the metric, the models and the numbers."""
+    need = ("model", "encoder", "parameters")
+    reports = [_report(r, f"reports[{i}]", need=need) for i, r in enumerate(_reports(reports, need=need))]
     rows = []
     for structure, is_enc in (("encoder", True), ("decoder", False)):
         group = [r for r in reports if r["encoder"] == is_enc]

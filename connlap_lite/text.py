@@ -12,11 +12,46 @@ import random
 import torch
 
 
+def check_texts(texts, name: str = "texts") -> list[str]:
+    """``texts`` as a non-empty list of non-empty strings, or an error naming ``name``.
+
+    A single string is refused rather than split into its characters.
+
+    Examples
+    --------
+    >>> check_texts(["a walk", "a connection"])
+    ['a walk', 'a connection']
+    >>> check_texts("a walk")
+    Traceback (most recent call last):
+    ...
+    TypeError: texts must be a list of strings, got one string; wrap it: ["..."]
+    """
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a list of strings, got one string; wrap it: [\"...\"]")
+    if isinstance(texts, dict) or not hasattr(texts, "__iter__"):
+        raise TypeError(f"{name} must be a list of strings, got {type(texts).__name__}")
+    texts = list(texts)
+    if not texts:
+        raise ValueError(f"{name} must hold at least one string, got an empty list")
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"{name} must hold only strings; entry {bad[0]} is a {type(texts[bad[0]]).__name__}")
+    if not any(t.strip() for t in texts):
+        raise ValueError(f"{name} holds only empty strings; pass some text")
+    return texts
+
+
 def default_texts() -> list[str]:
     """The texts of ``pydoc_data.topics``, in a fixed (sorted) order."""
     from pydoc_data.topics import topics
 
     return [topics[k] for k in sorted(topics)]
+
+
+def _check_tokenizer(tokenizer) -> None:
+    if not callable(tokenizer) or not hasattr(tokenizer, "pad_token"):
+        raise TypeError(f"tokenizer must be a Hugging Face tokenizer (the second value load_model returns), "
+                        f"got {type(tokenizer).__name__}")
 
 
 def _specials(tokenizer) -> tuple[list[int], list[int]]:
@@ -40,15 +75,18 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    if not isinstance(n_passages, int) or n_passages < 1:
+    from ._backend import check_int
+
+    _check_tokenizer(tokenizer)
+    if isinstance(n_passages, bool) or not isinstance(n_passages, int) or n_passages < 1:
         raise ValueError(f"n_passages must be a positive int, got {n_passages!r}")
     pre, post = _specials(tokenizer)
+    check_int(n_tokens, "n_tokens")
     body = n_tokens - len(pre) - len(post)
-    if not isinstance(n_tokens, int) or body < 2:
+    if body < 2:
         raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2}, got {n_tokens!r}")
-    texts = default_texts() if texts is None else list(texts)
-    if not texts or not all(isinstance(t, str) for t in texts):
-        raise TypeError("texts must be a non-empty list of strings")
+    check_int(seed, "seed")
+    texts = default_texts() if texts is None else check_texts(texts)
     ids: list[int] = []
     for t in texts:
         ids += tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
@@ -64,8 +102,11 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
 
 def encode(tokenizer, texts: list[str], max_tokens: int = 128) -> dict:
     """Your own texts as one right-padded batch (each truncated to ``max_tokens``)."""
-    if isinstance(texts, str) or not texts:
-        raise TypeError("texts must be a non-empty list of strings")
+    from ._backend import check_int
+
+    _check_tokenizer(tokenizer)
+    texts = check_texts(texts)
+    check_int(max_tokens, "max_tokens", low=1)
     tokenizer.padding_side = "right"
     enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from ._backend import check_shape, compute_dtype, to_tensor
+from ._backend import check_shape, compute_dtype, harmonise, to_tensor
 
 
 class HeadTransports:
@@ -46,8 +46,7 @@ class HeadTransports:
     """
 
     def __init__(self, U, V):
-        self.U = to_tensor(U, "U", ndim=3)
-        self.V = to_tensor(V, "V", ndim=3)
+        self.U, self.V = harmonise(to_tensor(U, "U", ndim=3), to_tensor(V, "V", ndim=3))
         H, d, r = self.U.shape
         check_shape(self.V, "V", (H, r, d))
         self._sv = None
@@ -66,6 +65,15 @@ class HeadTransports:
 
     def __len__(self) -> int:
         return self.n_heads
+
+    def to(self, **kw) -> "HeadTransports":
+        """A copy with both factors moved by ``Tensor.to(**kw)``; ``groups`` and ``offset`` are kept."""
+        moved = HeadTransports(self.U.to(**kw), self.V.to(**kw))
+        for name in ("groups", "offset"):
+            if hasattr(self, name):
+                value = getattr(self, name)
+                setattr(moved, name, value.to(**kw) if name == "offset" and value is not None else value)
+        return moved
 
     def __getitem__(self, h: int) -> torch.Tensor:
         return self.U[h] @ self.V[h]
@@ -97,6 +105,11 @@ class Transport:
     """Interface of an edge transport; see the module docstring."""
 
     d: int
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating dtype the transport computes in."""
+        raise NotImplementedError
 
     def apply(self, P: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
         """``(W f)_i = sum_j P_ij T_ij f_j`` for a section ``F`` of shape ``(n, d)``."""
@@ -133,6 +146,10 @@ class ConstantTransport(Transport):
         check_shape(self.T, "T", (self.T.shape[0], self.T.shape[0]))
         self.d = self.T.shape[0]
 
+    @property
+    def dtype(self):
+        return self.T.dtype
+
     def apply(self, P, F):
         return P @ F @ self.T.T
 
@@ -164,8 +181,15 @@ class MixtureTransport(Transport):
         if self.weights.shape[0] != heads.n_heads:
             raise ValueError(f"weights has {self.weights.shape[0]} heads but heads has {heads.n_heads}; "
                              "pass one weight matrix per head transport")
+        if self.weights.dtype != heads.U.dtype:
+            dt = torch.promote_types(self.weights.dtype, heads.U.dtype)
+            self.weights, heads = self.weights.to(dt), heads.to(dtype=dt)
         self.heads = heads
         self.d = heads.d
+
+    @property
+    def dtype(self):
+        return self.weights.dtype
 
     def apply(self, P, F):
         return self._apply_weighted(P[None] * self.weights, F)
@@ -189,7 +213,7 @@ class MixtureTransport(Transport):
         return MixtureTransport(self.weights / c[None], self.heads)
 
     def to(self, **kw):
-        return MixtureTransport(self.weights.to(**kw), HeadTransports(self.heads.U.to(**kw), self.heads.V.to(**kw)))
+        return MixtureTransport(self.weights.to(**kw), self.heads.to(**kw))
 
 
 class EdgeTransport(Transport):
@@ -201,6 +225,10 @@ class EdgeTransport(Transport):
         if n != n2 or d != d2:
             raise ValueError(f"T must have shape (n, n, d, d), got {tuple(self.T.shape)}")
         self.d = d
+
+    @property
+    def dtype(self):
+        return self.T.dtype
 
     def apply(self, P, F):
         return torch.einsum("ij,ijab,jb->ia", P, self.T, F)
@@ -224,8 +252,15 @@ class FrameChange(Transport):
     def __init__(self, base: Transport, G):
         self.base = base
         self.G = to_tensor(G, "G", ndim=3)
+        if self.G.dtype != base.dtype:
+            dt = torch.promote_types(self.G.dtype, base.dtype)
+            self.G, self.base = self.G.to(dt), base.to(dtype=dt)
         self.G_inv = torch.linalg.inv(self.G)
         self.d = base.d
+
+    @property
+    def dtype(self):
+        return self.G.dtype
 
     def apply(self, P, F):
         moved = self.base.apply(P, torch.einsum("jab,jb->ja", self.G_inv, F))

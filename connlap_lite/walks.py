@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from ._backend import check_shape, is_numpy, out, to_tensor
+from ._backend import check_float_dtype, check_index, check_shape, is_numpy, out, to_tensor
 from .transports import (ConstantTransport, EdgeTransport, FrameChange,
                          MixtureTransport, Transport)
 
@@ -71,6 +71,13 @@ class ConnectionWalk:
             i, j = (int(k) for k in torch.nonzero(self.P < 0)[0])
             raise ValueError(f"P must be nonnegative (a walk matrix); P[{i}, {j}] = {float(self.P[i, j]):.3g}")
         self.transport = _as_transport(transport)
+        # the precision its numbers carry (the least precise input): tolerances follow it
+        self.precision = self.P.dtype
+        if self.transport.dtype != self.P.dtype:      # mixed float32/float64: compute in the wider one
+            dt = torch.promote_types(self.P.dtype, self.transport.dtype)
+            if torch.finfo(self.transport.dtype).eps > torch.finfo(self.precision).eps:
+                self.precision = self.transport.dtype
+            self.P, self.transport = self.P.to(dt), self.transport.to(dtype=dt)
         if isinstance(self.transport, EdgeTransport) and self.transport.T.shape[0] != n:
             raise ValueError(f"transport has shape {tuple(self.transport.T.shape)} but P is {n} x {n}; "
                              f"pass an ({n}, {n}, d, d) array")
@@ -148,7 +155,9 @@ class ConnectionWalk:
     def generator(self):
         """The generator ``L = I - W`` as a dense ``n*d x n*d`` matrix."""
         W = self.dense()
-        return np.eye(W.shape[0]) - W if self._numpy else torch.eye(W.shape[0], dtype=W.dtype, device=W.device) - W
+        if self._numpy:
+            return np.eye(W.shape[0], dtype=W.dtype) - W
+        return torch.eye(W.shape[0], dtype=W.dtype, device=W.device) - W
 
     def operator(self, *, generator: bool = False):
         """``W`` (or ``L = I - W``) as a ``scipy.sparse.linalg.LinearOperator``.
@@ -173,9 +182,11 @@ class ConnectionWalk:
 
     def to(self, **kw) -> "ConnectionWalk":
         """A copy with every tensor moved by ``Tensor.to(**kw)`` (device, dtype)."""
+        check_float_dtype(kw.get("dtype"))
         w = ConnectionWalk.__new__(ConnectionWalk)
         w._numpy = self._numpy
         w.P = self.P.to(**kw)
+        w.precision = self.precision if torch.finfo(self.precision).eps > torch.finfo(w.P.dtype).eps else w.P.dtype
         w.transport = self.transport.to(**kw)
         w.offset = None if self.offset is None else self.offset.to(**kw)
         return w
@@ -216,11 +227,15 @@ class ConnectionWalk:
     def _with(self, P, transport, offset) -> "ConnectionWalk":
         w = ConnectionWalk.__new__(ConnectionWalk)
         w._numpy, w.P, w.transport, w.offset = self._numpy, P, transport, offset
+        w.precision = self.precision
         return w
 
     # --------------------------------------------------------------- holonomy
     def _check_edge(self, i, j):
         n = self.n
+        for name, k in (("i", i), ("j", j)):
+            if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+                raise TypeError(f"{name} must be an int vertex index, got {k!r} ({type(k).__name__})")
         if not (0 <= i < n and 0 <= j < n):
             raise ValueError(f"edge ({i}, {j}) is out of range for a walk on {n} tokens")
         if not bool(self.P[i, j] > 0):
@@ -233,7 +248,9 @@ class ConnectionWalk:
         ``i1`` by ``T_{i1 ik}``; the holonomy is ``T_{i1 ik} ... T_{i3 i2} T_{i2 i1}``.
         Every step must be an edge (``P > 0``).
         """
-        cycle = [int(k) for k in cycle]
+        if isinstance(cycle, (str, bytes)) or not hasattr(cycle, "__iter__"):
+            raise TypeError(f"cycle must be a list of vertex indices such as [0, 1, 2], got {cycle!r}")
+        cycle = [check_index(k, "cycle entries", self.n) for k in cycle]
         if len(cycle) < 1:
             raise ValueError("cycle must list at least one vertex")
         Hol = torch.eye(self.d, dtype=self.P.dtype, device=self.P.device)

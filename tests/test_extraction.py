@@ -166,9 +166,10 @@ def test_each_attention_module_runs_once():
 
 def test_hooks_removed_when_the_forward_fails():
     model = tiny("gpt2")
-    bad = {"input_ids": torch.full((1, 4), 10_000)}          # out of the vocabulary
-    with pytest.raises(IndexError):
+    bad = {"input_ids": torch.full((1, 4), 10_000)}          # out of the vocabulary: refused before the forward
+    with pytest.raises(ValueError, match=r"input_ids must be token ids in \[0, 100\)"):
         next(attention_walks(model, bad, progress=False))
+    # a forward that fails midway: tests/test_numbers.py::test_forward_failure_mid_stream_leaves_no_hook
     assert all(not m._forward_pre_hooks and not m._forward_hooks for m in adapter_for(model).layers(model))
 
 

@@ -374,3 +374,24 @@ def test_chapter_checkers_accept_right_answers_and_catch_mistakes():
     for checker, fn in wrong:
         with pytest.raises(E.ExerciseFailed, match=rf"{checker.__name__} failed on case \d+ of \d+"):
             checker(fn)
+
+
+def test_a_torn_cache_file_is_measured_again_with_a_warning(tmp_path, monkeypatch):
+    """A truncated or foreign JSON in the cache is not trusted: a warning, a fresh measurement, a sound file."""
+    import json
+    import warnings
+
+    from connlap_lite import known as K
+
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path))
+    path = tmp_path / "known" / "m.json"
+    path.parent.mkdir(parents=True)
+    for bad in ('{"schema": ', '[]', json.dumps({"schema": "old", "model": "m"})):
+        path.write_text(bad)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert K._cached(path, "m", random_init=False) is None
+        assert any("recomputing" in str(w.message) for w in caught), bad
+    good = {"schema": K.SCHEMA, "model": "m", "conditions": {"trained": {}, "random0": {}}, "sink_rate": {}}
+    path.write_text(json.dumps(good))
+    assert K._cached(path, "m", random_init=False) == good

@@ -1,0 +1,106 @@
+"""Files that are whole or absent: atomic writes, locks, checksums and the sweeping of leftovers.
+
+Every file or folder the package writes into its cache (assembled GGUF files, converted
+models, measurements) is written under a temporary name next to its target and renamed
+into place only when complete, inside a lock on the target, so concurrent processes never
+see a partial copy and never remove one another's.  A process killed mid-write leaves its
+temporary behind; the next process that takes the lock sweeps it (holding the lock, nobody
+else can be writing one).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+TEMP_MARKERS = (".tmp-", ".part-")
+
+
+def sha256_of(path: Path, block: int = 1 << 24) -> str:
+    """The sha256 of a file, read in blocks.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
+    >>> _ = p.write_bytes(b"abc")
+    >>> sha256_of(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(block):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def temporary(target: Path, kind: str = "tmp") -> Path:
+    """A fresh name next to ``target`` for writing it: ``<name>.<kind>-<pid>-<random>``."""
+    return target.with_name(f"{target.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def remove(path: Path) -> None:
+    """Remove a file or a folder, whichever ``path`` is; absent is fine."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def sweep(target: Path, *, everything: bool = False) -> list[Path]:
+    """Remove the temporaries of ``target`` left by killed runs; call it holding :func:`locked` on ``target``.
+
+    Temporaries are ``<name>.tmp-*`` and ``<name>.part-*`` (and, from earlier versions, the same
+    with the name's suffix replaced).  With ``everything``, every temporary in ``target``'s folder
+    goes: for a folder whose writers all hold one lock on the folder.
+    """
+    gone = []
+    prefixes = {target.name} | ({target.stem} if target.suffix else set())
+    if target.parent.is_dir():
+        for entry in target.parent.iterdir():
+            if everything:
+                ours = any(m in entry.name for m in TEMP_MARKERS)
+            else:
+                ours = any(entry.name.startswith(p) and entry.name[len(p):].startswith(TEMP_MARKERS)
+                           for p in prefixes)
+            if ours:
+                remove(entry)
+                gone.append(entry)
+    return gone
+
+
+@contextlib.contextmanager
+def locked(target: Path):
+    """Hold an exclusive lock on ``target`` (a ``<name>.lock`` file beside it) across processes."""
+    try:
+        import fcntl
+    except ImportError:                      # no POSIX locks (Windows): atomic renames still keep files whole
+        yield
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lock = target.with_name(target.name + ".lock")
+    with open(lock, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    tmp = temporary(path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()

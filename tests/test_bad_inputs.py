@@ -1,0 +1,641 @@
+"""The bad-input suite: one table per public module and one for the command line.
+
+Each row is a bad input, the error type it must raise from the function the user called, and a
+pattern that names the argument (and, where there is one, the fix).  A last table holds valid edge
+cases (float32 walks, mixed dtypes, n = 1) with their correct answers.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import connlap_lite as C
+from connlap_lite import analysis as A
+from connlap_lite import metrics as M
+from connlap_lite import models
+from connlap_lite import scorecard as S
+from connlap_lite import text as T
+from connlap_lite.transports import ConstantTransport, EdgeTransport, MixtureTransport
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_metrics import fake_report  # noqa: E402
+
+f32, f64 = torch.float32, torch.float64
+P2 = np.array([[0.5, 0.5], [0.25, 0.75]])
+P3 = np.full((3, 3), 1 / 3)
+R = np.array([[0.0, -1.0], [1.0, 0.0]])
+W = C.AttentionWeights.random(d=8, n_heads=4, n_groups=2, seed=0)
+X = torch.randn(5, 8, dtype=f64, generator=torch.Generator().manual_seed(0))
+HEADS = W.transports()
+WALK = C.ConnectionWalk(P3, np.eye(2))
+A3 = np.full((4, 3, 3), 1 / 3)
+
+
+def run(fn):
+    return fn()
+
+
+def table(rows):
+    """pytest parameters from ``(id, fn, error, pattern)`` rows."""
+    return [pytest.param(fn, err, pat, id=name) for name, fn, err, pat in rows]
+
+
+def check(fn, err, pattern):
+    with pytest.raises(err, match=pattern) as info:
+        fn()
+    # the message comes from us, not from deep inside torch, numpy or transformers
+    text = str(info.value)
+    for raw in ("index out of range in self", "expected scalar type", "einsum()", "mat1 and mat2",
+                "must have the same dtype", "object has no attribute", "not subscriptable", "unsupported operand"):
+        assert raw not in text, text
+
+
+# ------------------------------------------------------------------ walks
+WALKS = [
+    ("P not square", lambda: C.ConnectionWalk(np.ones((2, 3)), R), ValueError, r"P must have shape \(2, 2\)"),
+    ("P 1-d", lambda: C.ConnectionWalk(np.ones(3), R), ValueError, "P must have 2 dimensions"),
+    ("P 3-d", lambda: C.ConnectionWalk(np.ones((2, 2, 2)), R), ValueError, "P must have 2 dimensions"),
+    ("P negative", lambda: C.ConnectionWalk(-P2, R), ValueError, "P must be nonnegative"),
+    ("P NaN", lambda: C.ConnectionWalk(P2 * np.nan, R), ValueError, "P contains NaN"),
+    ("P inf", lambda: C.ConnectionWalk(P2 * np.inf, R), ValueError, "P contains inf"),
+    ("P string", lambda: C.ConnectionWalk("P", R), TypeError, "P must be a numeric array"),
+    ("P None", lambda: C.ConnectionWalk(None, R), TypeError, "P must be a numeric array"),
+    ("P complex", lambda: C.ConnectionWalk(P2 * 1j, R), TypeError, "P must be real"),
+    ("P list of str", lambda: C.ConnectionWalk([["a", "b"]], R), TypeError, "P must be a numeric"),
+    ("transport 1-d", lambda: C.ConnectionWalk(P2, np.ones(2)), ValueError, "transport must have 2 or 4 dim"),
+    ("transport 3-d", lambda: C.ConnectionWalk(P2, np.ones((2, 2, 2))), ValueError, "transport must have 2 or 4"),
+    ("transport not square", lambda: C.ConnectionWalk(P2, np.ones((2, 3))), ValueError, r"T must have shape"),
+    ("edge transport wrong n", lambda: C.ConnectionWalk(P2, np.zeros((3, 3, 2, 2))), ValueError,
+     r"transport has shape \(3, 3, 2, 2\) but P is 2 x 2"),
+    ("transport NaN", lambda: C.ConnectionWalk(P2, R * np.nan), ValueError, "transport contains NaN"),
+    ("transport string", lambda: C.ConnectionWalk(P2, "R"), TypeError, "transport must be a numeric"),
+    ("offset wrong length", lambda: C.ConnectionWalk(P2, R, offset=np.ones(3)), ValueError,
+     r"offset must have shape \(2\)"),
+    ("offset wrong rows", lambda: C.ConnectionWalk(P2, R, offset=np.ones((3, 2))), ValueError,
+     r"offset must have shape \(2, 2\)"),
+    ("apply wrong shape", lambda: WALK.apply(np.ones((2, 2))), ValueError, r"f must have shape \(3, 2\)"),
+    ("apply wrong length", lambda: WALK.apply(np.ones(5)), ValueError, r"f must have shape \(6\)"),
+    ("apply 3-d", lambda: WALK.apply(np.ones((3, 2, 1))), ValueError, "f must have 1 or 2 dimensions"),
+    ("apply NaN", lambda: WALK.apply(np.full((3, 2), np.nan)), ValueError, "f contains NaN"),
+    ("call wrong shape", lambda: WALK(np.ones((3, 5))), ValueError, r"X must have shape \(3, 2\)"),
+    ("rescale wrong shape", lambda: WALK.rescale(np.ones((2, 2))), ValueError, r"c must have shape \(3, 3\)"),
+    ("rescale nonpositive", lambda: WALK.rescale(np.zeros((3, 3))), ValueError, "c must be positive on every edge"),
+    ("frame singular", lambda: WALK.change_frame(np.zeros((3, 2, 2))), ValueError, r"G\[0\] is singular"),
+    ("frame wrong shape", lambda: WALK.change_frame(np.ones((2, 2, 2))), ValueError, r"G must have shape \(3, 2, 2\)"),
+    ("holonomy float index", lambda: WALK.holonomy([0, 1.5]), TypeError, "cycle entries must be an int index"),
+    ("holonomy out of range", lambda: WALK.holonomy([0, 7]), ValueError, "cycle entries .* out of range"),
+    ("holonomy negative", lambda: WALK.holonomy([0, -1]), ValueError, "cycle entries .* out of range"),
+    ("holonomy empty", lambda: WALK.holonomy([]), ValueError, "cycle must list at least one vertex"),
+    ("holonomy string", lambda: WALK.holonomy("01"), TypeError, "cycle must be a list of vertex indices"),
+    ("holonomy int", lambda: WALK.holonomy(3), TypeError, "cycle must be a list of vertex indices"),
+    ("holonomy non-edge", lambda: C.ConnectionWalk(np.eye(3), np.eye(2)).holonomy([0, 1]), ValueError,
+     r"is not an edge"),
+    ("transport_at float", lambda: WALK.transport_at(0.5, 1), TypeError, "i must be an int vertex index"),
+    ("transport_at out of range", lambda: WALK.transport_at(0, 9), ValueError, "out of range for a walk on 3"),
+]
+
+# ------------------------------------------------------------------ transports
+TRANSPORTS = [
+    ("heads U 2-d", lambda: C.HeadTransports(np.ones((3, 2)), np.ones((1, 2, 3))), ValueError,
+     "U must have 3 dimensions"),
+    ("heads V mismatch", lambda: C.HeadTransports(np.ones((2, 4, 3)), np.ones((2, 3, 5))), ValueError,
+     r"V must have shape \(2, 3, 4\)"),
+    ("heads V other count", lambda: C.HeadTransports(np.ones((2, 4, 3)), np.ones((3, 3, 4))), ValueError,
+     r"V must have shape \(2, 3, 4\)"),
+    ("heads NaN", lambda: C.HeadTransports(np.full((1, 2, 1), np.nan), np.ones((1, 1, 2))), ValueError,
+     "U contains NaN"),
+    ("heads string", lambda: C.HeadTransports("U", np.ones((1, 1, 2))), TypeError, "U must be a numeric"),
+    ("constant 3-d", lambda: ConstantTransport(np.ones((2, 2, 2))), ValueError, "T must have 2 dimensions"),
+    ("constant not square", lambda: ConstantTransport(np.ones((2, 3))), ValueError, r"T must have shape \(2, 2\)"),
+    ("edge not square", lambda: EdgeTransport(np.ones((2, 3, 2, 2))), ValueError, r"T must have shape \(n, n, d, d\)"),
+    ("edge 2-d", lambda: EdgeTransport(np.ones((2, 2))), ValueError, "T must have 4 dimensions"),
+    ("mixture not heads", lambda: MixtureTransport(np.ones((2, 3, 3)), "heads"), TypeError,
+     "heads must be a HeadTransports"),
+    ("mixture head count", lambda: MixtureTransport(np.ones((2, 3, 3)), HEADS), ValueError,
+     "weights has 2 heads but heads has 4"),
+    ("mixture weights 2-d", lambda: MixtureTransport(np.ones((3, 3)), HEADS), ValueError,
+     "weights must have 3 dimensions"),
+]
+
+# ------------------------------------------------------------------ attention
+ATTENTION = [
+    ("W_o heads", lambda: C.AttentionWeights(W.W_q, W.W_k, W.W_v, W.W_o[:3]), ValueError,
+     "W_o has 3 heads but W_q has 4"),
+    ("W_v groups", lambda: C.AttentionWeights(W.W_q, W.W_k, W.W_v[:1], W.W_o), ValueError,
+     "W_v has 1 groups but W_k has 2"),
+    ("groups not dividing", lambda: C.AttentionWeights(W.W_q, torch.zeros(3, 8, 2), torch.zeros(3, 8, 2), W.W_o),
+     ValueError, r"multiple of the number of key/value groups \(3\)"),
+    ("W_k width", lambda: C.AttentionWeights(W.W_q, torch.zeros(2, 8, 3), W.W_v, W.W_o), ValueError,
+     r"W_k must have shape \(2, 8, 2\)"),
+    ("W_q 2-d", lambda: C.AttentionWeights(W.W_q[0], W.W_k, W.W_v, W.W_o), ValueError, "W_q must have 3 dim"),
+    ("W_q NaN", lambda: C.AttentionWeights(W.W_q * np.nan, W.W_k, W.W_v, W.W_o), ValueError, "W_q contains NaN"),
+    ("b_o shape", lambda: C.AttentionWeights(W.W_q, W.W_k, W.W_v, W.W_o, b_o=torch.zeros(7)), ValueError,
+     r"b_o must have shape \(8\)"),
+    ("b_q shape", lambda: C.AttentionWeights(W.W_q, W.W_k, W.W_v, W.W_o, b_q=torch.zeros(4)), ValueError,
+     r"b_q must have shape \(4, 2\)"),
+    ("X width", lambda: C.mha_walk(torch.randn(5, 7), W), ValueError, r"X must have shape \(\*, 8\)"),
+    ("X 1-d", lambda: C.mha_walk(torch.randn(8), W), ValueError, "X must have 2 dimensions"),
+    ("X NaN", lambda: C.mha_walk(torch.full((5, 8), float("nan")), W), ValueError, "X contains NaN"),
+    ("X string", lambda: C.mha_walk("X", W), TypeError, "X must be a numeric"),
+    ("weights not weights", lambda: C.mha_walk(X, "W"), TypeError, "weights must be an AttentionWeights"),
+    ("weights dict", lambda: C.attention_patterns(X, {"W_q": 1}), TypeError, "weights must be an AttentionWeights"),
+    ("mha weights None", lambda: C.multi_head_attention(X, None), TypeError, "weights must be an AttentionWeights"),
+    ("sha many heads", lambda: C.sha_walk(X, W), ValueError, "sha_walk needs one head"),
+    ("mask float", lambda: C.mha_walk(X, W, mask=torch.ones(5, 5)), TypeError, "mask must be boolean"),
+    ("mask shape", lambda: C.mha_walk(X, W, mask=torch.ones(4, 4, dtype=torch.bool)), ValueError,
+     r"mask must have shape \(5, 5\)"),
+    ("padding float", lambda: C.mha_walk(X, W, padding=torch.ones(5)), TypeError, "padding must be boolean"),
+    ("no key to attend", lambda: C.mha_walk(X, W, padding=torch.tensor([False] * 2 + [True] * 3), causal=True),
+     ValueError, "query 0 may attend no key"),
+    ("bias shape", lambda: C.mha_walk(X, W, bias=torch.zeros(4, 4)), ValueError, "bias must have shape"),
+    ("A heads", lambda: C.walk_from_heads(A3, C.HeadTransports(np.ones((2, 3, 1)), np.ones((2, 1, 3)))), ValueError,
+     "A has 4 heads but heads has 2"),
+    ("A negative", lambda: C.walk_from_heads(-A3, HEADS), ValueError, "A must be nonnegative"),
+    ("A 2-d", lambda: C.walk_from_heads(A3[0], HEADS), ValueError, "A must have 3 dimensions"),
+    ("A not square", lambda: C.walk_from_heads(np.ones((4, 3, 2)), HEADS), ValueError, r"P must have shape"),
+    ("heads not heads", lambda: C.walk_from_heads(A3, "heads"), TypeError, "heads must be a HeadTransports"),
+    ("walk to int dtype", lambda: WALK.to(dtype=torch.int64), TypeError, "dtype must be a floating torch dtype"),
+]
+
+# ------------------------------------------------------------------ laplacian
+O2 = np.zeros((2, 2, 2, 2)); O2[0, 1] = R; O2[1, 0] = R.T
+W2 = np.array([[0.0, 1.0], [1.0, 0.0]])
+LAPLACIAN = [
+    ("w asymmetric", lambda: C.connection_laplacian(np.array([[0.0, 1.0], [0.5, 0.0]]), O2), ValueError,
+     "w must be symmetric"),
+    ("w negative", lambda: C.connection_laplacian(-W2, O2), ValueError, "w must be nonnegative"),
+    ("w not square", lambda: C.connection_laplacian(np.ones((2, 3)), O2), ValueError, r"w must have shape \(2, 2\)"),
+    ("w isolated vertex", lambda: C.connection_laplacian(np.zeros((2, 2)), O2), ValueError, "vertex 0 has degree 0"),
+    ("w NaN", lambda: C.connection_laplacian(W2 * np.nan, O2), ValueError, "w contains NaN"),
+    ("O 2-d", lambda: C.connection_laplacian(W2, np.eye(2)), ValueError, "O must have 4 dimensions"),
+    ("O wrong n", lambda: C.connection_laplacian(W2, np.zeros((3, 3, 2, 2))), ValueError,
+     r"O must have shape \(2, 2, \*, \*\)"),
+    ("O not square blocks", lambda: C.connection_laplacian(W2, np.zeros((2, 2, 2, 3))), ValueError,
+     r"O must have shape \(2, 2, 2, 2\)"),
+    ("O not orthogonal", lambda: C.connection_laplacian(W2, 2 * O2), ValueError, "O must be orthogonal"),
+    ("O not transposed", lambda: C.connection_laplacian(W2, np.stack([np.stack([R, R])] * 2)), ValueError,
+     "O_ji = O_ij"),
+    ("stationary not stochastic", lambda: C.stationary_distribution(np.array([[0.5, 0.2], [0.5, 0.5]])),
+     ValueError, r"row-stochastic.*P / P.sum\(1, keepdims=True\)"),
+    ("stationary disconnected", lambda: C.stationary_distribution(np.eye(2)), ValueError, "multiplicity 2"),
+    ("stationary negative", lambda: C.stationary_distribution(np.array([[1.5, -0.5], [0.5, 0.5]])), ValueError,
+     "P must be nonnegative"),
+    ("stationary not square", lambda: C.stationary_distribution(np.ones((2, 3)) / 3), ValueError,
+     r"P must have shape \(2, 2\)"),
+    ("stationary 1-d", lambda: C.stationary_distribution(np.ones(3)), ValueError, "P must have 2 dimensions"),
+    ("stationary string", lambda: C.stationary_distribution("P"), TypeError, "P must be a numeric"),
+    ("stationary empty", lambda: C.stationary_distribution(np.ones((0, 0))), ValueError,
+     "P must be a walk on at least one token"),
+    ("stochasticity empty", lambda: C.stochasticity_defect(np.ones((0, 0))), ValueError,
+     "P must be a walk on at least one token"),
+    ("isometry empty", lambda: C.isometry_defect(np.ones((0, 0))), ValueError, "T must be a matrix"),
+    ("reversibility pi length", lambda: C.reversibility_defect(P3, pi=np.ones(2)), ValueError,
+     r"pi must have shape \(3\)"),
+    ("reversibility pi negative", lambda: C.reversibility_defect(P3, pi=-np.ones(3)), ValueError,
+     "pi must be a distribution"),
+    ("reversibility pi zero", lambda: C.reversibility_defect(P3, pi=np.zeros(3)), ValueError,
+     "pi must be a distribution"),
+    ("stochasticity 3-d", lambda: C.stochasticity_defect(np.ones((2, 2, 2))), ValueError, "P must have 2 dim"),
+    ("isometry zero", lambda: C.isometry_defect(np.zeros((3, 3))), ValueError, "zero map"),
+    ("isometry vector", lambda: C.isometry_defect(np.ones(3)), ValueError, "T must be a matrix"),
+    ("isometry NaN", lambda: C.isometry_defect(np.full((2, 2), np.nan)), ValueError, "T contains NaN"),
+    ("dirichlet not walk", lambda: C.dirichlet_energy(np.eye(2), np.ones((2, 1))), TypeError,
+     "walk must be a ConnectionWalk"),
+    ("dirichlet f shape", lambda: C.dirichlet_energy(WALK, np.ones((2, 2))), ValueError, r"f must have shape \(3, 2\)"),
+    ("dirichlet pi shape", lambda: C.dirichlet_energy(WALK, np.ones((3, 2)), pi=np.ones(2)), ValueError,
+     r"pi must have shape \(3\)"),
+    ("spectrum too big", lambda: C.generator_spectrum(C.ConnectionWalk(np.full((100, 100), 0.01), np.eye(50))),
+     ValueError, "pass k"),
+    ("spectrum k too big", lambda: C.generator_spectrum(C.ConnectionWalk(P2, np.eye(1)), k=3), ValueError,
+     "k must be between"),
+    ("spectrum k float", lambda: C.generator_spectrum(WALK, k=2.5), TypeError, "k must be an int"),
+    ("spectrum not walk", lambda: C.generator_spectrum(P3), TypeError, "walk must be a ConnectionWalk"),
+    ("symmetry not walk", lambda: C.symmetry_defect(P3), TypeError, "walk must be a ConnectionWalk"),
+    ("random walk O string", lambda: C.random_walk_connection(W2, "O"), TypeError, "O must be a numeric"),
+]
+
+# ------------------------------------------------------------------ metrics
+U5 = M.uniform_walk(5, True)
+METRICS = [
+    ("uniform n zero", lambda: M.uniform_walk(0, True), ValueError, "n must be at least 1"),
+    ("uniform n float", lambda: M.uniform_walk(2.5, True), TypeError, "n must be an int"),
+    ("uniform int dtype", lambda: M.uniform_walk(3, True, dtype=torch.int64), TypeError,
+     "dtype must be a floating torch dtype"),
+    ("distance shapes", lambda: M.walk_distance(U5, M.uniform_walk(4, True)), ValueError,
+     "P and Q must be walks on the same tokens"),
+    ("distance not square", lambda: M.walk_distance(torch.ones(3, 4), torch.ones(3, 4)), ValueError,
+     "P must be a walk matrix"),
+    ("distance vector", lambda: M.walk_distance(torch.ones(3), torch.ones(3)), ValueError, "P must be a walk matrix"),
+    ("distance negative", lambda: M.walk_distance(-U5, U5), ValueError, "P must be nonnegative"),
+    ("distance NaN", lambda: M.walk_distance(U5, U5 * np.nan), ValueError, "Q contains NaN"),
+    ("distance string", lambda: M.walk_distance("P", U5), TypeError, "P must be a numeric"),
+    ("normalised sinks range", lambda: M.normalised_walk_distance(U5, U5, True, [9]), ValueError,
+     "sinks entries .* out of range"),
+    ("normalised sinks float", lambda: M.normalised_walk_distance(U5, U5, True, [0.5]), TypeError,
+     "sinks entries must be an int index"),
+    ("spectrum not square", lambda: M.sym_spectrum(torch.ones(2, 3)), ValueError, "P must be a walk matrix"),
+    ("spectral distance shapes", lambda: M.spectral_distance(U5, M.uniform_walk(3, True)), ValueError,
+     "same tokens"),
+    ("teleport alpha 0", lambda: M.teleport(U5, 0.0), ValueError, r"alpha must be in \(0, 1\)"),
+    ("teleport alpha 1", lambda: M.teleport(U5, 1.0), ValueError, r"alpha must be in \(0, 1\)"),
+    ("teleport alpha str", lambda: M.teleport(U5, "0.1"), ValueError, r"alpha must be in \(0, 1\)"),
+    ("teleport not walk", lambda: M.teleport(torch.ones(3), 0.1), ValueError, "P must be a walk matrix"),
+    ("sink columns n zero", lambda: M.sink_columns(0, False), ValueError, "n must be at least 1"),
+    ("sink columns encoder one", lambda: M.sink_columns(1, True), ValueError, "n must be at least 2"),
+    ("sink columns float", lambda: M.sink_columns(3.0, False), TypeError, "n must be an int"),
+    ("sink mass out of range", lambda: M.sink_mass(U5, [5]), ValueError, "sinks entries .* out of range"),
+    ("sink mass negative index", lambda: M.sink_mass(U5, [-1]), ValueError, "sinks entries .* out of range"),
+    ("sink mass float index", lambda: M.sink_mass(U5, [1.0]), TypeError, "sinks entries must be an int index"),
+    ("sink mass int", lambda: M.sink_mass(U5, 0), TypeError, "sinks must be a list of int indices"),
+    ("without sinks range", lambda: M.without_sinks(U5, [7]), ValueError, "sinks entries .* out of range"),
+    ("stationary not square", lambda: M.stationary(torch.ones(2, 3)), ValueError, "P must be a walk matrix"),
+    ("reversibility negative", lambda: M.reversibility(-U5), ValueError, "P must be nonnegative"),
+    ("reversibility numpy not square", lambda: M.reversibility(np.ones((2, 3))), ValueError, "P must be a walk matrix"),
+    ("rank free empty", lambda: M.rank_free_defect(torch.zeros(0)), ValueError, "s must hold nonnegative singular"),
+    ("rank free negative", lambda: M.rank_free_defect(torch.tensor([1.0, -1.0])), ValueError,
+     "s must hold nonnegative singular"),
+    ("gated weights shape", lambda: M.gated_singular_values(torch.ones(3, 2), HEADS, W.groups()), ValueError,
+     r"weights must have shape \(m, 4\)"),
+    ("gated groups float", lambda: M.gated_singular_values(torch.ones(3, 4), HEADS, torch.zeros(4)), ValueError,
+     "groups must hold 4 nonnegative int"),
+    ("gated groups gap", lambda: M.gated_singular_values(torch.ones(3, 4), HEADS, torch.tensor([0, 0, 2, 2])),
+     ValueError, "group 1 has no head"),
+    ("gated heads", lambda: M.gated_singular_values(torch.ones(3, 4), "h", W.groups()), TypeError,
+     "heads must be a HeadTransports"),
+    ("fold gain length", lambda: M.fold_gain(HEADS, torch.ones(7)), ValueError, r"gain must have shape \(8,\)"),
+    ("fold gain heads", lambda: M.fold_gain(np.ones((2, 2)), None), TypeError, "heads must be a HeadTransports"),
+    ("data defect width", lambda: M.data_isometry_defect(HEADS, torch.ones(5, 7)), ValueError,
+     r"X must have shape \(n, 8\)"),
+    ("data defect 1-d", lambda: M.data_isometry_defect(HEADS, torch.ones(8)), ValueError, "X must have 2 or 3"),
+    ("data defect NaN", lambda: M.data_isometry_defect(HEADS, torch.full((3, 8), float("nan"))), ValueError,
+     "X contains NaN"),
+    ("copy score dense", lambda: M.copy_score(torch.eye(3)[None]), TypeError, "heads must be a HeadTransports"),
+    ("overlap list", lambda: M.read_write_overlap([1, 2]), TypeError, "heads must be a HeadTransports"),
+    ("q4 vector", lambda: M.q4_roundtrip(torch.ones(5)), ValueError, r"W must be a floating \(out, in\)"),
+    ("q4 numpy", lambda: M.q4_roundtrip(np.ones((2, 2))), ValueError, r"W must be a floating \(out, in\)"),
+    ("q4 block zero", lambda: M.q4_roundtrip(torch.ones(2, 4), block=0), ValueError, "block must be at least 1"),
+    ("rotation seed", lambda: M.rotation_null(HEADS, -1), ValueError, "seed must be at least 0"),
+    ("gaussian seed float", lambda: M.gaussian_null(HEADS, 0.5), TypeError, "seed must be an int"),
+    ("scaled defect dense", lambda: M.scaled_isometry_defect(torch.eye(3)), TypeError,
+     "heads must be a HeadTransports"),
+    ("bootstrap empty", lambda: M.bootstrap_ci(torch.zeros(0)), ValueError, "values must hold at least one value"),
+    ("bootstrap level", lambda: M.bootstrap_ci(torch.ones(3), level=95), ValueError, r"level must be a number in"),
+    ("bootstrap n_boot", lambda: M.bootstrap_ci(torch.ones(3), n_boot=0), ValueError, "n_boot must be at least 1"),
+    ("bootstrap strings", lambda: M.bootstrap_ci(["a", "b"]), TypeError, "values must be a numeric"),
+    ("spearman lengths", lambda: M.spearman(range(3), [1, 2]), ValueError, "x and y must have the same length"),
+    ("spearman string", lambda: M.spearman("abc", [1, 2, 3]), TypeError, "x must be a sequence of numbers"),
+    ("spearman 2-d", lambda: M.spearman(range(2), [[1, 2], [3, 4]]), ValueError, "y must be one-dimensional"),
+    ("spearman None", lambda: M.spearman(None, [1]), TypeError, "x must be a sequence of numbers"),
+]
+
+
+# ------------------------------------------------------------------ models
+MODELS = [
+    ("name empty", lambda: models.load_model(""), TypeError, "name must be a model short name"),
+    ("name None", lambda: models.load_model(None), TypeError, "name must be a model short name"),
+    ("name int", lambda: models.load_model(3), TypeError, "name must be a model short name"),
+    ("name spaces", lambda: models.load_model("   "), TypeError, "name must be a model short name"),
+    ("name bad id", lambda: models.load_model("not a model!"), FileNotFoundError,
+     "is not an offline short name .* an existing folder or a Hugging Face id"),
+    ("name missing path", lambda: models.load_model("./no/such/folder"), FileNotFoundError,
+     "is not an offline short name"),
+    ("name too many slashes", lambda: models.load_model("a/b/c"), FileNotFoundError, "is not an offline short name"),
+    ("name unknown id offline", lambda: models.load_model("surely-not/a-model"), OSError,
+     "Offline short names: minilm-l6"),
+    ("folder without config", lambda: models.load_model(str(Path(__file__).parent)), FileNotFoundError,
+     "is a folder without a config.json"),
+    ("file as name", lambda: models.load_model(__file__), FileNotFoundError, "is not an offline short name"),
+    ("dtype int", lambda: models.load_model("minilm-l6", dtype=torch.int8), TypeError,
+     "dtype must be a floating torch dtype"),
+    ("dtype string", lambda: models.load_model("minilm-l6", dtype="float16"), TypeError,
+     "dtype must be a floating torch dtype"),
+    ("device bogus", lambda: models.load_model("minilm-l6", device="gpu0"), ValueError,
+     "device must be a torch device"),
+    ("seed negative", lambda: models.load_model("minilm-l6", random_init=True, seed=-1), ValueError,
+     "seed must be a nonnegative int"),
+    ("seed float", lambda: models.load_model("minilm-l6", random_init=True, seed=1.5), ValueError,
+     "seed must be a nonnegative int"),
+]
+
+
+# ------------------------------------------------------------------ text (the offline BERT tokenizer)
+@pytest.fixture(scope="module")
+def tok():
+    return models.load_model("minilm-l6")[1]
+
+
+TEXT = [
+    ("texts string", lambda t: T.passages(t, 2, 16, texts="one long text"), TypeError,
+     "texts must be a list of strings, got one string"),
+    ("texts empty", lambda t: T.passages(t, 2, 16, texts=[]), ValueError, "texts must hold at least one string"),
+    ("texts ints", lambda t: T.passages(t, 2, 16, texts=[1, 2]), TypeError, "texts must hold only strings; entry 0"),
+    ("texts blank", lambda t: T.passages(t, 2, 16, texts=["", "  "]), ValueError, "texts holds only empty strings"),
+    ("texts dict", lambda t: T.passages(t, 2, 16, texts={"a": "b"}), TypeError, "texts must be a list of strings"),
+    ("texts None entry", lambda t: T.passages(t, 2, 16, texts=["a", None]), TypeError, "entry 1 is a NoneType"),
+    ("too few passages", lambda t: T.passages(t, 50, 16, texts=["a short text"] * 2), ValueError,
+     "the texts give only .* passages"),
+    ("n_passages zero", lambda t: T.passages(t, 0, 16), ValueError, "n_passages must be a positive int"),
+    ("n_passages float", lambda t: T.passages(t, 2.0, 16), ValueError, "n_passages must be a positive int"),
+    ("n_passages bool", lambda t: T.passages(t, True, 16), ValueError, "n_passages must be a positive int"),
+    ("n_tokens small", lambda t: T.passages(t, 2, 3), ValueError, "n_tokens must be an int of at least 4"),
+    ("n_tokens float", lambda t: T.passages(t, 2, 16.0), TypeError, "n_tokens must be an int"),
+    ("seed float", lambda t: T.passages(t, 2, 16, seed=0.5), TypeError, "seed must be an int"),
+    ("tokenizer string", lambda t: T.passages("bert", 2, 16), TypeError, "tokenizer must be a Hugging Face tokenizer"),
+    ("encode string", lambda t: T.encode(t, "a text"), TypeError, "texts must be a list of strings, got one string"),
+    ("encode empty", lambda t: T.encode(t, []), ValueError, "texts must hold at least one string"),
+    ("encode max_tokens", lambda t: T.encode(t, ["a"], max_tokens=0), ValueError, "max_tokens must be at least 1"),
+    ("encode tokenizer", lambda t: T.encode(None, ["a"]), TypeError, "tokenizer must be a Hugging Face tokenizer"),
+]
+
+
+# ------------------------------------------------------------------ extraction (a tiny Llama, built offline)
+@pytest.fixture(scope="module")
+def tiny():
+    from transformers import AutoModelForCausalLM, LlamaConfig
+    torch.manual_seed(0)
+    config = LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                         intermediate_size=64, vocab_size=100, max_position_embeddings=16)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+
+
+IDS = torch.randint(1, 100, (2, 6), generator=torch.Generator().manual_seed(0))
+
+
+def _first(model, batch, **kw):
+    return next(iter(C.attention_walks(model, batch, progress=False, **kw)))
+
+
+EXTRACTION = [
+    ("batch list", lambda m: _first(m, [1, 2, 3]), TypeError, "batch must be a tensor of token ids"),
+    ("batch no ids", lambda m: _first(m, {"ids": IDS}), TypeError, "batch must be a tensor of token ids"),
+    ("ids list", lambda m: _first(m, {"input_ids": [[1, 2]]}), TypeError, "input_ids must be a torch tensor"),
+    ("ids float", lambda m: _first(m, IDS.float()), TypeError, "input_ids must hold integer token ids"),
+    ("ids 1-d", lambda m: _first(m, IDS[0]), ValueError, r"input_ids must have shape \(batch, tokens\)"),
+    ("ids empty", lambda m: _first(m, IDS[:, :0]), ValueError, r"input_ids must have shape \(batch, tokens\)"),
+    ("ids beyond vocabulary", lambda m: _first(m, IDS + 100), ValueError, r"input_ids must be token ids in \[0, 100\)"),
+    ("ids negative", lambda m: _first(m, IDS - 1000), ValueError, r"input_ids must be token ids in \[0, 100\)"),
+    ("context too long", lambda m: _first(m, torch.ones(1, 20, dtype=torch.long)), ValueError,
+     "input_ids have 20 tokens per passage, more than the 16 positions"),
+    ("mask shape", lambda m: _first(m, {"input_ids": IDS, "attention_mask": torch.ones(2, 5)}), ValueError,
+     "attention_mask must be a tensor of the shape of input_ids"),
+    ("mask values", lambda m: _first(m, {"input_ids": IDS, "attention_mask": torch.full((2, 6), 2)}), ValueError,
+     "attention_mask must hold integers 0"),
+    ("mask float", lambda m: _first(m, {"input_ids": IDS, "attention_mask": torch.ones(2, 6) * 0.5}), ValueError,
+     "attention_mask must hold integers 0"),
+    ("mask empty row", lambda m: _first(m, {"input_ids": IDS, "attention_mask": torch.tensor([[1] * 6, [0] * 6])}),
+     ValueError, "attention_mask leaves passage 1 without any real token"),
+    ("layers out of range", lambda m: _first(m, IDS, layers=[5]), ValueError, r"layers must hold indices in \[0, 2\)"),
+    ("layers float", lambda m: _first(m, IDS, layers=[0.5]), ValueError, r"layers must hold indices in \[0, 2\)"),
+    ("layers int", lambda m: _first(m, IDS, layers=1), TypeError, "layers must be an iterable of layer indices"),
+    ("layers string", lambda m: _first(m, IDS, layers="01"), TypeError, "layers must be an iterable"),
+    ("walk index", lambda m: _first(m, IDS).walk(2), ValueError, r"i must be a passage index, an int in \[0, 2\)"),
+    ("walk float index", lambda m: _first(m, IDS).walk(0.7), ValueError, "i must be a passage index"),
+    ("walk int dtype", lambda m: _first(m, IDS).walk(0, dtype=torch.int64), TypeError,
+     "dtype must be a floating torch dtype"),
+    ("section index", lambda m: _first(m, IDS).section(-1), ValueError, "i must be a passage index"),
+    ("reference index", lambda m: _first(m, IDS).reference(True), ValueError, "i must be a passage index"),
+    ("head transports layer", lambda m: C.head_transports(m, 2), ValueError, r"layer must be an int in \[0, 2\)"),
+    ("head transports float", lambda m: C.head_transports(m, 1.0), ValueError, r"layer must be an int in \[0, 2\)"),
+    ("unsupported model", lambda m: _first(torch.nn.Linear(2, 2), IDS), ValueError, "model must be a Hugging Face"),
+    ("model in training mode", lambda m: _first(m.train(), IDS), ValueError,
+     r"model is in training mode \(dropout is active\); call model.eval\(\)"),
+]
+
+
+# ------------------------------------------------------------------ analysis
+PADDED = {"input_ids": IDS, "attention_mask": torch.tensor([[1] * 6, [1] * 4 + [0] * 2])}
+GOOD = fake_report("m", 1e8, False)
+ANALYSIS = [
+    ("name None", lambda m: A.analyze(None), TypeError, "name must be a model short name"),
+    ("n_passages one", lambda m: A.analyze("minilm-l6", n_passages=1), ValueError, "n_passages must be at least 2"),
+    ("n_passages float", lambda m: A.analyze("minilm-l6", n_passages=2.5), TypeError, "n_passages must be an int"),
+    ("n_tokens small", lambda m: A.analyze("minilm-l6", n_tokens=2), ValueError, "n_tokens must be at least 4"),
+    ("n_tokens string", lambda m: A.analyze("minilm-l6", n_tokens="64"), TypeError, "n_tokens must be an int"),
+    ("n_tokens beyond positions", lambda m: A.analyze("minilm-l6", n_passages=2, n_tokens=600, cache=False),
+     ValueError, "n_tokens must be at most 512"),
+    ("seed negative", lambda m: A.analyze("minilm-l6", seed=-3), ValueError, "seed must be at least 0"),
+    ("random_seeds int", lambda m: A.analyze("minilm-l6", random_seeds=3), TypeError,
+     "random_seeds must be a sequence of ints"),
+    ("random_seeds float", lambda m: A.analyze("minilm-l6", random_seeds=(0.5,)), TypeError,
+     "random_seeds entries must be an int"),
+    ("random_seeds repeat", lambda m: A.analyze("minilm-l6", random_seeds=(1, 1)), ValueError,
+     "random_seeds must not repeat"),
+    ("texts string", lambda m: A.analyze("minilm-l6", texts="a text"), TypeError, "texts must be a list of strings"),
+    ("device int", lambda m: A.analyze("minilm-l6", device=0), TypeError, "device must be a string"),
+    ("measure padded", lambda m: A.measure(m, PADDED, encoder=False), ValueError,
+     r"batch has padding tokens \(attention_mask 0\) in passages \[1\]"),
+    ("measure list", lambda m: A.measure(m, [1, 2], encoder=False), TypeError, "batch must be a dict with 'input_ids'"),
+    ("measure encoder flag", lambda m: A.measure(m, {"input_ids": IDS}, encoder=True), ValueError,
+     "encoder=True but LlamaForCausalLM is causal"),
+    ("measure too long", lambda m: A.measure(m, {"input_ids": torch.ones(2, 20, dtype=torch.long)}, encoder=False),
+     ValueError, "more than the 16 positions"),
+    ("curve metric", lambda m: A.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
+    ("curve condition", lambda m: A.layer_curve(GOOD, "head_defect", "shuffled"), ValueError,
+     "condition must be one of the report's conditions"),
+    ("curve not report", lambda m: A.layer_curve([], "tv"), TypeError, "report must be a report from"),
+    ("trend metric", lambda m: A.depth_trend(GOOD, 3), ValueError, "metric must be one of"),
+    ("trend damaged", lambda m: A.depth_trend({"conditions": {"trained": {"tv": []}}}, "tv"), ValueError,
+     "must be a non-empty list of per-layer lists"),
+]
+
+
+# ------------------------------------------------------------------ scorecard
+def _without(key):
+    r = fake_report("m", 1e8, False)
+    del r[key]
+    return r
+
+
+def _no_nulls():
+    r = fake_report("m", 1e8, False)
+    del r["conditions"]["random0"], r["conditions"]["random1"]
+    return r
+
+
+SCORECARD = [
+    ("scorecard empty", lambda: S.scorecard([]), ValueError, "reports is empty"),
+    ("scorecard dict", lambda: S.scorecard(GOOD), TypeError, r"reports must be a list of reports.*\[report\]"),
+    ("scorecard string", lambda: S.scorecard("m"), TypeError, "reports must be a list of reports"),
+    ("scorecard None", lambda: S.scorecard(None), TypeError, "reports must be a list of reports"),
+    ("scorecard not reports", lambda: S.scorecard([1, 2]), TypeError, r"reports\[0\] must be a report"),
+    ("scorecard no model", lambda: S.scorecard([_without("model")]), ValueError, r"reports\[0\] lacks \['model'\]"),
+    ("scorecard no nulls", lambda: S.scorecard([_no_nulls()]), ValueError, "has no random-init null"),
+    ("e1 not report", lambda: S.e1("m"), TypeError, "report must be a report"),
+    ("e1 metric", lambda: S.e1(GOOD, metric="nope"), ValueError, "metric must be one of"),
+    ("e1 no trained", lambda: S.e1({**GOOD, "conditions": {"random0": {}}}), ValueError,
+     "has no 'trained' condition"),
+    ("e1 no nulls", lambda: S.e1(_no_nulls()), ValueError, "has no random-init null"),
+    ("e2 missing metric", lambda: S.e2({**GOOD, "conditions": {**GOOD["conditions"], "trained": {}}}), ValueError,
+     "metric must be one of"),
+    ("e2 no model", lambda: S.e2(_without("model")), ValueError, r"lacks \['model'\]"),
+    ("e3 empty", lambda: S.e3([], "head_defect"), ValueError, "reports is empty"),
+    ("e3 metric", lambda: S.e3([GOOD], "nope"), ValueError, "metric must be one of"),
+    ("e3 parameters zero", lambda: S.e3([{**GOOD, "parameters": 0}], "head_defect"), ValueError,
+     "reports must count positive parameters"),
+    ("slope n_boot", lambda: S.scale_slope([GOOD], "head_defect", n_boot=0), ValueError, "n_boot must be at least 1"),
+    ("late empty", lambda: S.late([]), ValueError, "values must be a non-empty list"),
+    ("late fraction", lambda: S.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
+    ("late value condition", lambda: S.late_value(GOOD, "head_defect", "shuffled"), ValueError,
+     "condition must be one of"),
+]
+
+
+# ------------------------------------------------------------------ the command line (in process)
+def _cli(*argv):
+    from connlap_lite.__main__ import main
+    return lambda: main(["analyze", *map(str, argv)])
+
+
+CLI = [
+    ("no model", _cli(), "the following arguments are required: model"),
+    ("passages one", _cli("m", "--passages", 1), "--passages must be at least 2"),
+    ("passages text", _cli("m", "--passages", "x"), "argument --passages: invalid int value"),
+    ("passages negative", _cli("m", "--passages", -4), "--passages must be at least 2"),
+    ("tokens small", _cli("m", "--tokens", 2), "--tokens must be at least 8"),
+    ("tokens float", _cli("m", "--tokens", 8.5), "argument --tokens: invalid int value"),
+    ("seed negative", _cli("m", "--seed", -1), "--seed must be a nonnegative int"),
+    ("seed text", _cli("m", "--seed", "zero"), "argument --seed: invalid int value"),
+    ("device gpu", _cli("m", "--device", "gpu"), "--device must be cpu, cuda, cuda:N or mps"),
+    ("device cuda bad", _cli("m", "--device", "cuda:x"), "--device must be cpu, cuda, cuda:N or mps"),
+    ("texts missing", _cli("m", "--texts", "no/such/file.txt"), "--texts no/such/file.txt: no such file"),
+    ("unknown option", _cli("m", "--fast"), "unrecognized arguments: --fast"),
+    ("no command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main([]),
+     "the following arguments are required: command"),
+    ("bad command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main(["measure"]),
+     "invalid choice: 'measure'"),
+]
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(WALKS))
+def test_walks(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(TRANSPORTS))
+def test_transports(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(ATTENTION))
+def test_attention(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(LAPLACIAN))
+def test_laplacian(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(METRICS))
+def test_metrics(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(MODELS))
+def test_models(fn, err, pattern, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(TEXT))
+def test_text(fn, err, pattern, tok):
+    check(lambda: fn(tok), err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(EXTRACTION))
+def test_extraction(fn, err, pattern, tiny):
+    check(lambda: fn(tiny), err, pattern)
+    tiny.eval()
+    assert all(not m._forward_hooks for m in tiny.model.layers[0].modules())
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(ANALYSIS))
+def test_analysis(fn, err, pattern, tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path))
+    check(lambda: fn(tiny), err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(SCORECARD))
+def test_scorecard(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, pattern", [pytest.param(fn, pat, id=name) for name, fn, pat in CLI])
+def test_cli(fn, pattern, capsys):
+    assert fn() == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and pattern in lines[0], err
+
+
+def test_the_table_is_large_enough():
+    tables = [WALKS, TRANSPORTS, ATTENTION, LAPLACIAN, METRICS, MODELS, TEXT, EXTRACTION, ANALYSIS, SCORECARD, CLI]
+    assert sum(map(len, tables)) >= 200
+
+
+# ------------------------------------------------------------------ valid edge cases, with their answers
+def _float32_stationary():
+    P = torch.softmax(torch.randn(6, 6, generator=torch.Generator().manual_seed(3)), -1)
+    pi = C.stationary_distribution(P)
+    return pi.dtype == f32 and torch.allclose(pi @ P, pi, atol=1e-6)
+
+
+def _mixed_walk():
+    P = np.array([[0.5, 0.5], [0.25, 0.75]])
+    walk = C.ConnectionWalk(torch.tensor(P, dtype=f32), R)
+    return np.allclose(walk.apply(np.eye(2)).numpy() if isinstance(walk.apply(np.eye(2)), torch.Tensor)
+                       else walk.apply(np.eye(2)), P @ np.eye(2) @ R.T, atol=1e-6)
+
+
+def _numpy_and_torch():
+    O = torch.tensor(O2)
+    return np.allclose(C.connection_laplacian(W2, O.float()), C.connection_laplacian(W2, O2), atol=1e-6)
+
+
+def _one_token_walk_metrics():
+    P = torch.ones(1, 1, dtype=f64)
+    return (float(M.walk_distance(P, P)) == 0.0 and float(M.sym_spectrum(P)[0]) == pytest.approx(0.0)
+            and torch.equal(M.without_sinks(P, [0]), P))
+
+
+def _one_token_attention():
+    walk = C.mha_walk(X[:1], W, causal=True)
+    return torch.allclose(walk(X[:1]), C.multi_head_attention(X[:1], W, causal=True))
+
+
+def _float32_reversible():
+    P = torch.tensor([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]], dtype=f32)
+    return float(C.reversibility_defect(P)) < 1e-6
+
+
+def _uniform_float32():
+    U = M.uniform_walk(4, False, dtype=f32)
+    return U.dtype == f32 and torch.allclose(U.sum(1), torch.ones(4))
+
+
+def _spearman_small():
+    rho, p = M.spearman([0, 1], [3.0, 1.0])
+    return rho == pytest.approx(-1.0) and p == 1.0
+
+
+def _isometry_float32():
+    return float(C.isometry_defect(2 * torch.eye(3, dtype=f32))) < 1e-6
+
+
+def _scorecard_single():
+    rows = S.scorecard([fake_report("m", 1e8, False)])
+    return {r["claim"] for r in rows} == {"E1", "E2", "E3"}
+
+
+EDGE = [("float32 stationary", _float32_stationary), ("mixed float32 P, float64 T", _mixed_walk),
+        ("numpy with torch", _numpy_and_torch), ("n = 1 walk metrics", _one_token_walk_metrics),
+        ("n = 1 attention", _one_token_attention), ("float32 reversible chain", _float32_reversible),
+        ("float32 uniform walk", _uniform_float32), ("two-point spearman", _spearman_small),
+        ("float32 isometry", _isometry_float32), ("one report scorecard", _scorecard_single)]
+
+
+@pytest.mark.parametrize("fn", [pytest.param(fn, id=name) for name, fn in EDGE])
+def test_valid_edge_cases(fn):
+    assert fn() is True

@@ -1,0 +1,118 @@
+"""The command line fails fast and in one line: outputs checked before the analysis, no traceback, no retries."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tiny_models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return tiny_models.make_folder(tmp_path_factory.mktemp("cli") / "model")
+
+
+def cli(*args, cache, extra_env=None, timeout=300):
+    env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", **(extra_env or {})}
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "connlap_lite", *map(str, args)], capture_output=True, text=True,
+                       env=env, timeout=timeout)
+    return r, time.perf_counter() - start
+
+
+def one_error_line(r) -> str:
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    return errors[0]
+
+
+def test_two_layer_model_runs_and_prints_nan_for_an_undefined_trend(tiny_folder, tmp_path):
+    out = tmp_path / "sub" / "r.json"
+    r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 12, "--json", out, "--figures", tmp_path / "figs",
+               cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line.split() for line in r.stdout.splitlines() if line.startswith("tv_norm ")]
+    assert rows and all(row[-2:] == ["nan", "nan"] for row in rows)    # one step: rho and p undefined, not p = 0
+    assert out.exists() and (tmp_path / "figs" / "tv_norm.png").exists()
+
+
+@pytest.mark.parametrize("make, option, message", [
+    (lambda p: p.mkdir(), "--json", "is a folder; give a file path"),
+    (lambda p: p.write_text("x"), "--figures", "is a file; give a folder"),
+    (lambda p: (p.parent / "blocker").write_text("x"), "--json", "cannot write into"),
+    (lambda p: (p.parent / "blocker").write_text("x"), "--figures", "cannot write into"),
+])
+def test_outputs_are_checked_before_the_analysis(tiny_folder, tmp_path, make, option, message):
+    target = tmp_path / "out"
+    make(target)
+    if "blocker" in str([p.name for p in tmp_path.iterdir()]):
+        target = tmp_path / "blocker" / "inside"                  # a file where a folder must be
+    r, seconds = cli("analyze", "no-such-model-anywhere", option, target, cache=tmp_path / "cache")
+    assert r.returncode == 2
+    line = one_error_line(r)
+    assert option in line and message in line
+    assert not (tmp_path / "cache" / "measurements").exists()      # nothing was measured
+
+
+def test_unwritable_json_folder_fails_before_loading(tmp_path):
+    if os.geteuid() == 0:
+        # root writes anywhere: a read-only file system stands in for permissions
+        target = Path("/proc/connlap-report.json")
+    else:
+        locked = tmp_path / "ro"
+        locked.mkdir()
+        locked.chmod(0o500)
+        target = locked / "r.json"
+    r, seconds = cli("analyze", "smollm2-135m", "--json", target, cache=tmp_path / "cache")
+    assert r.returncode == 2 and "--json" in one_error_line(r) and seconds < 60
+
+
+def test_unknown_model_fails_fast_without_network(tmp_path):
+    env = {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": "http://127.0.0.1:9", "HTTPS_PROXY": "", "https_proxy": "",
+           "ALL_PROXY": "", "all_proxy": ""}
+    r, seconds = cli("analyze", "surely-not/a-model", "--passages", 2, cache=tmp_path / "cache", extra_env=env)
+    assert r.returncode == 1 and seconds < 20
+    line = one_error_line(r)
+    assert "cannot load 'surely-not/a-model'" in line and "Offline short names: minilm-l6" in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--passages", "1"], "--passages must be at least 2"),
+    (["--passages", "two"], "invalid int value"),
+    (["--tokens", "4"], "--tokens must be at least 8"),
+    (["--seed", "-1"], "--seed must be a nonnegative int"),
+    (["--device", "gpu"], "--device must be cpu, cuda"),
+    (["--texts", "/no/such/file.txt"], "no such file"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_options_give_one_error_line(tmp_path, args, message):
+    r, _ = cli("analyze", "smollm2-135m", *args, cache=tmp_path / "cache")
+    assert r.returncode == 2 and message in one_error_line(r)
+
+
+def test_texts_that_are_not_utf8(tmp_path):
+    bad = tmp_path / "t.txt"
+    bad.write_bytes(b"\xff\xfe\x00bad")
+    r, _ = cli("analyze", "smollm2-135m", "--texts", bad, cache=tmp_path / "cache")
+    assert r.returncode == 2 and "cannot read it as UTF-8" in one_error_line(r)
+
+
+def test_errors_inside_the_analysis_are_one_line(tiny_folder, tmp_path):
+    r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 100, cache=tmp_path / "cache")
+    assert r.returncode == 1
+    assert "n_tokens must be at most 64" in one_error_line(r)
+
+
+def test_no_cache_overwrites_a_damaged_report(tiny_folder, tmp_path):
+    cache = tmp_path / "cache"
+    r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 12, cache=cache)
+    assert r.returncode == 0, r.stderr[-2000:]
+    [path] = list((cache / "measurements").glob("*.json"))
+    path.write_text('{"schema": "truncated')
+    r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 12, "--no-cache", cache=cache)
+    assert r.returncode == 0 and path.read_text().startswith('{"schema"') and path.read_text().endswith("}")

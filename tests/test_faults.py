@@ -1,0 +1,429 @@
+"""Injected faults on small files: torn, corrupted, concurrent and interrupted model files and caches.
+
+Every test runs in its own ``$CONNLAP_CACHE`` (never the real cache) on files made here: a tiny
+model folder converted like a GGUF model, fake chunk packages, small JSON reports.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from connlap_lite import _files, models
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tiny_models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    return tiny_models.make_folder(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CONNLAP_CACHE", str(folder))
+    return folder
+
+
+@pytest.fixture
+def fake(tiny_folder, cache, monkeypatch):
+    """``fake-tiny``: an offline short name converted from the tiny folder into the temporary cache."""
+    monkeypatch.setitem(models.OFFLINE, "fake-tiny", ("fake-tiny==0", "decoder"))
+    calls = []
+
+    def source(name):
+        calls.append(name)
+        return str(tiny_folder), {}
+    monkeypatch.setattr(models, "_source", source)
+    return models._converted_dir("fake-tiny"), calls
+
+
+def weights_sum(model):
+    return float(sum(p.detach().double().sum() for p in model.parameters()))
+
+
+def flip_byte(path: Path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
+# ------------------------------------------------------------------ converted copies
+def test_conversion_writes_a_marker_with_every_files_hash(fake):
+    target, calls = fake
+    model, tok = models.load_model("fake-tiny")
+    marker = json.loads((target / models.MARKER).read_text())
+    assert set(marker["files"]) >= {"model.safetensors", "config.json", "tokenizer_config.json"}
+    for name, digest in marker["files"].items():
+        assert hashlib.sha256((target / name).read_bytes()).hexdigest() == digest
+    models.load_model("fake-tiny")
+    assert calls == ["fake-tiny"]                      # the second load reads the copy: no conversion
+    assert not [p for p in target.parent.iterdir() if ".tmp-" in p.name]
+
+
+def test_flipped_byte_in_converted_weights_is_rebuilt(fake):
+    target, calls = fake
+    want = weights_sum(models.load_model("fake-tiny")[0])
+    st = target / "model.safetensors"
+    flip_byte(st, st.stat().st_size - 7)                 # a weight's byte, the header intact: loads silently today
+    models._HASHED.clear()
+    got = weights_sum(models.load_model("fake-tiny")[0])
+    assert got == want and len(calls) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncated config", "missing tokenizer", "empty weights", "no marker",
+                                    "legacy marker", "garbage marker"])
+def test_damaged_copy_is_rebuilt(fake, damage):
+    target, calls = fake
+    want = weights_sum(models.load_model("fake-tiny")[0])
+    if damage == "truncated config":
+        (target / "config.json").write_text((target / "config.json").read_text()[:40])
+    elif damage == "missing tokenizer":
+        (target / "tokenizer_config.json").unlink()
+    elif damage == "empty weights":
+        (target / "model.safetensors").write_bytes(b"")
+    elif damage == "no marker":
+        (target / models.MARKER).unlink()
+    elif damage == "legacy marker":
+        (target / models.MARKER).write_text("/somewhere/model.gguf")
+    else:
+        (target / models.MARKER).write_text("{not json")
+    assert weights_sum(models.load_model("fake-tiny")[0]) == want
+    assert len(calls) == 2
+
+
+def test_copy_marked_complete_that_fails_to_load_is_rebuilt_once(fake):
+    target, calls = fake
+    models.load_model("fake-tiny")
+    (target / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    marker = json.loads((target / models.MARKER).read_text())     # the marker agrees: only loading tells
+    marker["files"]["config.json"] = hashlib.sha256((target / "config.json").read_bytes()).hexdigest()
+    (target / models.MARKER).write_text(json.dumps(marker))
+    models._HASHED.clear()
+    model, _ = models.load_model("fake-tiny")
+    assert len(calls) == 2 and model.config.model_type == "llama"
+
+
+def test_a_source_that_cannot_be_converted_gives_a_clear_error(fake, tmp_path, monkeypatch):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    monkeypatch.setattr(models, "_source", lambda name: (str(broken), {}))
+    with pytest.raises(Exception, match="no-such-architecture"):
+        models.load_model("fake-tiny")
+    target, _ = fake
+    assert not target.exists() and not [p for p in target.parent.iterdir() if ".tmp-" in p.name]
+
+
+def test_rebuild_that_still_fails_names_the_copy(fake, monkeypatch):
+    target, calls = fake
+    models.load_model("fake-tiny")
+    monkeypatch.setattr(models, "_load", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(OSError, match=rf"model 'fake-tiny': the converted copy in {target} cannot be loaded even "
+                                      r"after a rebuild \(boom"):
+        models.load_model("fake-tiny")
+    assert len(calls) == 2
+
+
+def test_interrupted_conversion_leaves_nothing_and_the_next_load_works(fake, monkeypatch):
+    target, calls = fake
+    import safetensors.torch
+
+    real = safetensors.torch.save_model
+
+    def interrupted(*args, **kw):
+        real(*args, **kw)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(safetensors.torch, "save_model", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        models.load_model("fake-tiny")
+    assert not target.exists() and not [p for p in target.parent.iterdir() if ".tmp-" in p.name]
+    monkeypatch.setattr(safetensors.torch, "save_model", real)
+    assert models.load_model("fake-tiny")[0].config.num_hidden_layers == 2
+
+
+def test_leftovers_of_killed_runs_are_swept(fake):
+    target, _ = fake
+    target.parent.mkdir(parents=True)
+    stale = [target.with_name(target.name + ".tmp-999999-deadbeef"), target.with_name(target.name + ".tmp-1")]
+    stale[0].mkdir()
+    (stale[0] / "model.safetensors").write_bytes(b"\0" * 1000)
+    stale[1].write_bytes(b"x")
+    other = target.with_name("someone-else.tmp-1")
+    other.write_bytes(b"y")
+    models.load_model("fake-tiny")
+    assert not any(p.exists() for p in stale) and other.exists()
+
+
+def test_four_processes_convert_into_an_empty_cache_at_once(tiny_folder, cache):
+    env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    procs = [subprocess.Popen(tiny_models.worker_command(tiny_folder), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+    for out, err, rc in results:
+        assert rc == 0, err[-2000:]
+    sums = {tiny_models.parse(out)["sum"] for out, _, _ in results}
+    assert len(sums) == 1
+    converted = cache / "converted"
+    assert [p.name for p in converted.iterdir() if not p.name.endswith(".lock")] == ["fake-tiny-fake-tiny__0"]
+    assert models._intact(converted / "fake-tiny-fake-tiny__0")
+
+
+# ------------------------------------------------------------------ GGUF sources
+@pytest.fixture
+def packaged(tmp_path, monkeypatch):
+    pkg = tmp_path / "site" / "fakegguf"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    blob = bytes(range(256)) * 40
+    (pkg / "model.gguf").write_bytes(blob)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    spec = models.Packaged("fakegguf", "model.gguf", len(blob), hashlib.sha256(blob).hexdigest())
+    monkeypatch.setitem(models.OFFLINE, "fake-gguf", ("fakegguf==0", "decoder"))
+    return spec, pkg / "model.gguf"
+
+
+def test_packaged_gguf_is_checked_before_conversion(packaged):
+    spec, path = packaged
+    assert models._packaged(spec, "fake-gguf") == path
+    flip_byte(path, 5000)                                 # one flipped byte: refused, never converted
+    with pytest.raises(OSError, match=r"model 'fake-gguf': .*model.gguf has size 10240 and sha256 .* the file is "
+                                      r"damaged; reinstall 'fakegguf==0'"):
+        models._packaged(spec, "fake-gguf")
+    path.write_bytes(path.read_bytes()[:100])             # torn
+    with pytest.raises(OSError, match="has size 100"):
+        models._packaged(spec, "fake-gguf")
+    path.unlink()
+    with pytest.raises(FileNotFoundError, match="is missing; reinstall"):
+        models._packaged(spec, "fake-gguf")
+
+
+def test_every_offline_gguf_has_a_pinned_hash():
+    for name in models.OFFLINE:
+        if name != "minilm-l6":
+            spec = models.PACKAGED.get(name) or models.CHUNKED.get(name)
+            assert spec is not None and len(spec.sha256) == 64 and spec.size > 0
+
+
+@pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6"])
+def test_real_packaged_files_match_their_pins(name):
+    spec = models.PACKAGED[name]
+    assert models._packaged(spec, name).stat().st_size == spec.size
+
+
+@pytest.fixture
+def chunks(tmp_path, monkeypatch):
+    data = [b"GGUF" + bytes(range(200)), bytes(range(100, 250)) * 3, b"tail" * 10]
+    for k, blob in enumerate(data, 1):
+        pkg = tmp_path / "site" / f"fakechunk{k}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"piece{k - 1:02d}.bin").write_bytes(blob)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(data)
+    spec = models.Chunked("fakechunk{k}", "data/piece{j:02d}.bin", 3, len(whole),
+                          hashlib.sha256(whole).hexdigest(), "fake.gguf")
+    monkeypatch.setitem(models.OFFLINE, "fake", ("fakechunk1..3==0", "decoder"))
+    return spec, whole, tmp_path / "cache"
+
+
+def test_stale_parts_are_swept_and_a_corrupt_copy_rebuilt(chunks):
+    spec, whole, folder = chunks
+    folder.mkdir()
+    (folder / "fake.gguf.part-999999-dead").write_bytes(b"half")
+    (folder / "fake.gguf").write_bytes(whole[:-1] + b"!")
+    assert models.assemble(spec, "fake", folder=folder).read_bytes() == whole
+    assert sorted(p.name for p in folder.iterdir()) == ["fake.gguf", "fake.gguf.lock"]
+
+
+def test_concurrent_assembly(chunks, tmp_path):
+    spec, whole, folder = chunks
+    code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite import models; "
+            "models.OFFLINE['fake'] = ('x', 'decoder'); "
+            "spec = models.Chunked('fakechunk{{k}}', 'data/piece{{j:02d}}.bin', 3, {size}, {sha!r}, 'fake.gguf'); "
+            "print(models.assemble(spec, 'fake', folder={folder!r}))").format(
+        site=str(tmp_path / "site"), size=spec.size, sha=spec.sha256, folder=str(folder))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}) for _ in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-2000:]
+    assert (folder / "fake.gguf").read_bytes() == whole
+    assert not [p for p in folder.iterdir() if ".part-" in p.name]
+
+
+def test_gemma_is_assembled_by_the_project_into_the_cache(cache):
+    path = models.assemble(models.CHUNKED["gemma3-270m"], "gemma3-270m")
+    assert path.parent == cache and path.stat().st_size == models.CHUNKED["gemma3-270m"].size
+    with open(path, "r+b") as f:                           # a torn copy: rebuilt, not an error to act on
+        f.truncate(1000)
+    models._HASHED.clear()
+    again = models.assemble(models.CHUNKED["gemma3-270m"], "gemma3-270m")
+    assert again.stat().st_size == models.CHUNKED["gemma3-270m"].size
+    assert models._source("gemma3-270m") == (str(cache), {"gguf_file": "gemma-3-270m-q4_k_m.gguf"})
+
+
+# ------------------------------------------------------------------ the measurement cache
+@pytest.fixture(scope="module")
+def tiny_report_args():
+    return dict(n_passages=2, n_tokens=12, random_seeds=(0,), shuffle=False, texts=["a walk on tokens. " * 40])
+
+
+def _analyze(folder, **kw):
+    from connlap_lite.analysis import analyze
+    return analyze(str(folder), **kw)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "not a dict", "wrong shape", "other schema"])
+def test_damaged_measurement_is_recomputed_with_a_warning(tiny_folder, cache, tiny_report_args, damage):
+    first = _analyze(tiny_folder, **tiny_report_args)
+    [path] = list((cache / "measurements").glob("*.json"))
+    text = path.read_text()
+    bad = {"truncated": text[: len(text) // 2], "empty": "", "not a dict": "[1, 2]",
+           "wrong shape": json.dumps({**first, "conditions": {"trained": {"tv": [[0.1]]}}}),
+           "other schema": json.dumps({**first, "schema": "old"})}[damage]
+    path.write_text(bad)
+    with pytest.warns(UserWarning, match="recomputing it"):
+        again = _analyze(tiny_folder, **tiny_report_args)
+    assert again["conditions"]["trained"]["sink"] == first["conditions"]["trained"]["sink"]
+    assert json.loads(path.read_text())["conditions"] == again["conditions"]     # overwritten with a good one
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _analyze(tiny_folder, **tiny_report_args)                                 # now read quietly
+
+
+def test_refresh_overwrites_and_no_temporaries_remain(tiny_folder, cache, tiny_report_args):
+    _analyze(tiny_folder, **tiny_report_args)
+    [path] = list((cache / "measurements").glob("*.json"))
+    path.write_text("{")
+    report = _analyze(tiny_folder, refresh=True, **tiny_report_args)
+    assert json.loads(path.read_text())["seconds"] == report["seconds"]
+    assert [p.name for p in (cache / "measurements").iterdir()] == [path.name]
+
+
+def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_args):
+    folder = tiny_models.make_folder(tmp_path / "m", seed=1)
+    first = _analyze(folder, **tiny_report_args)
+    tiny_models.make_folder(folder, seed=2)                  # new weights in the same folder
+    second = _analyze(folder, **tiny_report_args)
+    assert len(list((cache / "measurements").glob("*.json"))) == 2
+    assert second["conditions"]["trained"]["head_defect"] != first["conditions"]["trained"]["head_defect"]
+
+
+def test_offline_names_keep_their_cache_key():
+    from connlap_lite.analysis import _folder_identity, _key
+    assert _folder_identity("smollm2-135m") is None
+    args = dict(n_passages=16, n_tokens=128, seed=0, random_seeds=[0, 1], shuffle=True, random_init=False,
+                q4=False, texts=None)
+    blob = json.dumps({"name": "smollm2-135m", "schema": "2026-11-30.2", **args}, sort_keys=True).encode()
+    assert _key("smollm2-135m", **args) == hashlib.sha256(blob).hexdigest()[:16]
+
+
+def test_atomic_write_leaves_old_or_new(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    _files.atomic_write_text(path, "old")
+
+    def fail(*a):
+        raise OSError("disk full")
+    monkeypatch.setattr(_files.os, "fsync", fail)
+    with pytest.raises(OSError, match="disk full"):
+        _files.atomic_write_text(path, "new")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_tiny_model_weights_are_what_was_saved(fake, tiny_folder):
+    from safetensors.torch import load_file
+    model, _ = models.load_model("fake-tiny")
+    saved = load_file(str(tiny_folder / "model.safetensors"))
+    own = model.state_dict()
+    assert all(torch.equal(own[k], v) for k, v in saved.items() if k in own)
+
+
+def test_legacy_and_foreign_temporaries(tmp_path):
+    target = tmp_path / "model.gguf"
+    legacy = tmp_path / "model.part-123"                  # what earlier versions left (suffix replaced)
+    mine = tmp_path / "model.gguf.part-9-abc"
+    keep = tmp_path / "modelx.part-1"
+    for p in (legacy, mine, keep):
+        p.write_bytes(b"x")
+    with _files.locked(target):
+        gone = _files.sweep(target)
+    assert sorted(gone) == sorted([legacy, mine]) and keep.exists()
+    folder = tmp_path / "measurements"
+    folder.mkdir()
+    (folder / "a-1.json.tmp-5-x").write_text("{")
+    (folder / "b-2.tmp-7").write_text("{")
+    (folder / "c-3.json").write_text("{}")
+    _files.sweep(folder / "c-3.json", everything=True)
+    assert [p.name for p in folder.iterdir()] == ["c-3.json"]
+
+
+def test_a_loader_waits_for_the_lock_and_uses_the_copy_finished_meanwhile(tiny_folder, cache, monkeypatch):
+    """Deterministic: the test holds the lock and finishes the copy; a loader started meanwhile must wait
+    for the lock and then use that copy, not convert (or remove) one of its own."""
+    import time
+    monkeypatch.setitem(models.OFFLINE, "fake-tiny", ("fake-tiny==0", "decoder"))
+    target = models._converted_dir("fake-tiny")
+    ready = cache.parent / "ready"
+    env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    with _files.locked(target):
+        proc = subprocess.Popen(tiny_models.worker_command(tiny_folder, ready), env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)                                   # the loader is now blocked on the lock
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        models._converted("fake-tiny", str(tiny_folder), {})
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert tiny_models.parse(out)["converted"] == 0
+    assert models._intact(target)
+
+
+def test_interrupted_assembly_leaves_nothing(chunks, monkeypatch):
+    spec, whole, folder = chunks
+    real_replace = os.replace
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(models.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        models.assemble(spec, "fake", folder=folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["fake.gguf.lock"]
+    monkeypatch.setattr(models.os, "replace", real_replace)
+    assert models.assemble(spec, "fake", folder=folder).read_bytes() == whole
+
+
+WRITER = r"""
+import json, sys
+from pathlib import Path
+from connlap_lite import _files
+path = Path(sys.argv[1])
+for k in range(40):
+    with _files.locked(path.parent):
+        _files.atomic_write_text(path, json.dumps({"writer": sys.argv[2], "k": k, "pad": "x" * 200_000}))
+"""
+
+
+def test_concurrent_report_writers_never_show_a_partial_file(tmp_path):
+    path = tmp_path / "measurements" / "r.json"
+    path.parent.mkdir()
+    _files.atomic_write_text(path, json.dumps({"writer": "start"}))
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(i)], stderr=subprocess.PIPE, text=True)
+             for i in range(3)]
+    reads = 0
+    while any(p.poll() is None for p in procs):
+        json.loads(path.read_text())                   # always a whole report, old or new
+        reads += 1
+    for p in procs:
+        assert p.returncode == 0, p.stderr.read()[-2000:]
+    assert reads > 0 and json.loads(path.read_text())["k"] == 39
+    assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
