@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks html-strict browser chromium reader pdf student clean bench
+.PHONY: install book test unit notebooks html-strict browser browser-run chromium reader pdf student clean bench
 
 install: $(STAMP)
 
@@ -52,6 +52,10 @@ chromium:
 
 # Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
 browser: html-strict chromium
+	$(MAKE) --no-print-directory browser-run
+
+# (the browser test alone, on a strict build already there)
+browser-run:
 	CONNLAP_SITE=_build/strict/_build/html $(PY) -m pytest -q tests/browser
 
 # The package as readers get it: sdist and wheel built from the tracked files, installed into a fresh
@@ -59,7 +63,12 @@ browser: html-strict chromium
 reader: install
 	$(PY) -m pytest -q tests/reader
 
-test: unit notebooks html-strict browser reader
+# The stages in pairs that share the two cores (each pair's output printed whole, in order): the unit tests beside
+# the notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.
+test: install chromium
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit notebooks
+	$(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
+	$(MAKE) --no-print-directory browser-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
 # Debian's Chromium in reading order, joined with a chapter outline, then checked (chapter titles, references,
