@@ -104,3 +104,18 @@ def atomic_write_text(path: Path, text: str) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+def read_json(path: Path, what: str = "cached measurement"):
+    """The JSON held at ``path``; None if it is absent, or, with a warning naming the file, if it cannot be
+    read or parsed (a torn write by an older version, a disk error): the caller then computes it again."""
+    import json
+    import warnings
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        warnings.warn(f"the {what} {path} cannot be read ({exc}); recomputing it", stacklevel=3)
+        return None

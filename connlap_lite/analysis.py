@@ -22,7 +22,7 @@ import torch
 
 from . import metrics as M
 from ._backend import check_int
-from ._files import atomic_write_text, locked, sweep
+from ._files import atomic_write_text, locked, read_json, sweep
 from .adapters import adapter_for
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
@@ -224,12 +224,8 @@ def _report_problem(report, name: str, args: dict) -> str | None:
 
 def _cached(path: Path, name: str, args: dict) -> dict | None:
     """The cached report at ``path``, or None (absent, unreadable or malformed: a warning says which)."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        warnings.warn(f"the cached measurement {path} cannot be read ({exc}); recomputing it", stacklevel=3)
+    report = read_json(path)
+    if report is None:
         return None
     problem = _report_problem(report, name, args)
     if problem:

@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from . import metrics as M
-from ._files import atomic_write_text
+from ._files import atomic_write_text, read_json
 from .adapters import adapter_for
 from .extraction import attention_walks
 from .models import cache_dir, load_model
@@ -447,12 +447,8 @@ def _key(name: str, **kw) -> str:
 def _cached(path: Path, name: str, random_init: bool) -> dict | None:
     """The cached report at ``path``, or None (absent, unreadable or of another shape: a warning says which, and
     the caller measures again), as ``analysis`` treats its own cache."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        warnings.warn(f"the cached measurement {path} cannot be read ({exc}); recomputing it", stacklevel=3)
+    report = read_json(path)
+    if report is None:
         return None
     main = "random" if random_init else "trained"
     ok = (isinstance(report, dict) and report.get("schema") == SCHEMA and report.get("model") == name
