@@ -83,7 +83,7 @@ pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 
 # The student edition: every notebook with its graded solutions emptied, in _build/student (book/ untouched).
 student: install
-	$(PY) -m connlap_lite.exercises student book _build/student
+	$(PY) tools/student_edition.py book _build/student
 
 # The performance appendix's numbers: every benchmark (one thread), then every notebook timed
 # (long; writes benchmarks/results/*.json). `python benchmarks/run.py --table` only prints the table.

@@ -16,7 +16,7 @@ module             idea
 ``scorecard``      the verdict rules of E1-E3 and the chapters' verdict boxes
 ``known``          five published results about attention, reproduced (the chapter of that name)
 ``plots``          per-layer curves against the nulls
-``exercises``      graded exercises: the ``check_*`` functions and the student edition
+``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
 ``widgets``        interactive explorers (ipywidgets); not imported here:
                    ``from connlap_lite import widgets``

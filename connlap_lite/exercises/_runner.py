@@ -1,0 +1,179 @@
+"""The shared runner of every checker: cases, comparison with the reference, the failure message; and the
+random cases the checkers draw (each from a fixed seed).
+
+Chapter: the ``## Exercises`` section of every chapter.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from ..attention import AttentionWeights
+from ..transports import HeadTransports
+
+class ExerciseFailed(AssertionError):
+    """A checker's verdict on a wrong or unfinished answer. The message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: a label naming its parameters, the positional arguments, and any extra
+    arguments that only the reference takes (a seed, say)."""
+
+    label: str
+    args: tuple
+    extra: tuple = ()
+
+
+# ------------------------------------------------------------------------------ the runner
+def _numeric(x, what: str) -> np.ndarray | str:
+    """``x`` as a float (or complex) numpy array, or a sentence saying why it is not one."""
+    if x is None:
+        return f"{what} is None: did the function forget to `return` its result?"
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    try:
+        a = np.asarray(x)
+    except Exception:  # pragma: no cover - numpy accepts nearly anything
+        a = np.asarray(None)
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        return f"{what} is a {type(x).__name__}, not a number or an array of numbers"
+    return a if np.iscomplexobj(a) else a.astype(np.float64)
+
+
+def _show(a: np.ndarray) -> str:
+    return np.array2string(np.asarray(a), precision=5, suppress_small=True, max_line_width=110, threshold=12)
+
+
+def _compare_arrays(got, expected, rtol: float, atol: float, what: str) -> str | None:
+    e = np.asarray(expected)
+    g = _numeric(got, what)
+    if isinstance(g, str):
+        return "  " + g
+    if e.ndim == 0 and g.size == 1:
+        g = g.reshape(())
+    if g.shape != e.shape:
+        return f"  {what} has shape {g.shape}, expected shape {e.shape}"
+    bad_value = ~np.isfinite(g) & np.isfinite(e)
+    if bad_value.any():
+        idx = tuple(int(k) for k in np.argwhere(bad_value)[0])
+        return f"  {what} holds {g[idx] if idx else g} at index {idx}, where {_show(e[idx] if idx else e)} was expected"
+    err = np.abs(g - e)
+    excess = err - (atol + rtol * np.abs(e))
+    if not (excess > 0).any():
+        return None
+    if e.ndim == 0:
+        return f"  expected {float(e):.10g}, got {float(g):.10g} (abs error {float(err):.2e})"
+    idx = np.unravel_index(int(np.argmax(excess)), e.shape)
+    row = idx[:-1]
+    where = ", ".join(str(int(k)) for k in row) + (", :" if row else ":")
+    return (f"  {what}: shape {e.shape} is right; max abs error {float(err.max()):.2e} "
+            f"(tolerance {atol:.0e} + {rtol:.0e} * |expected|), worst at index {tuple(int(k) for k in idx)}\n"
+            f"  expected[{where}] = {_show(e[row])}\n"
+            f"  got[{where}]      = {_show(g[row])}")
+
+
+def _compare(got, expected, rtol: float, atol: float, names: Sequence[str] | None) -> str | None:
+    """None when ``got`` matches ``expected``, else a few lines saying how it differs."""
+    if got is None:
+        return "  your function returned None: did it forget to `return` its result?"
+    if isinstance(expected, str):
+        return None if got == expected else f"  expected {expected!r}, got {got!r}"
+    if isinstance(expected, tuple):
+        names = names or [f"item {k}" for k in range(len(expected))]
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return (f"  expected a tuple of {len(expected)} values ({', '.join(names)}), "
+                    f"got {type(got).__name__}{'' if not isinstance(got, (tuple, list)) else f' of {len(got)}'}")
+        for name, g, e in zip(names, got, expected):
+            problem = _compare_arrays(g, e, rtol, atol, name)
+            if problem:
+                return problem
+        return None
+    return _compare_arrays(got, expected, rtol, atol, "your result")
+
+
+def grade(name: str, fn: Callable, cases: Sequence[Case], reference: Callable, hint: str, *,
+          rtol: float = 1e-7, atol: float = 1e-9, names: Sequence[str] | None = None) -> bool:
+    """Run ``fn`` and ``reference`` on every case. Return True, or raise :class:`ExerciseFailed`.
+
+    Both get a fresh copy of the arguments, so a function that writes into its inputs cannot
+    spoil the reference. Results are compared with ``atol + rtol * |expected|`` (arrays, tensors
+    and numbers), by equality (strings), or item by item (tuples, with ``names``).
+    """
+    if not callable(fn):
+        raise TypeError(f"{name} takes your function as its argument, got {type(fn).__name__}; "
+                        f"call it as {name}(my_function)")
+    for k, case in enumerate(cases, 1):
+        where = f"case {k} of {len(cases)} ({case.label})"
+        expected = reference(*copy.deepcopy(case.args), *case.extra)
+        try:
+            got = fn(*copy.deepcopy(case.args))
+        except NotImplementedError:
+            raise ExerciseFailed(f"{name}: your function raised NotImplementedError on {where}: "
+                                 "fill in the body") from None
+        except Exception as exc:
+            raise ExerciseFailed(f"{name}: your function raised {type(exc).__name__}: {exc}\n"
+                                 f"  on {where}\nhint: {hint}") from exc
+        problem = _compare(got, expected, rtol, atol, names)
+        if problem:
+            raise ExerciseFailed(f"{name} failed on {where}\n{problem}\nhint: {hint}")
+    print(f"{name}: {len(cases)}/{len(cases)} cases passed")
+    return True
+
+
+# --------------------------------------------------------------------------- random cases
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _stochastic(rng, n: int, causal: bool = False) -> np.ndarray:
+    P = rng.uniform(0.05, 1.0, (n, n))
+    P = np.tril(P) if causal else P
+    return P / P.sum(1, keepdims=True)
+
+
+def _orthogonal(rng, d: int) -> np.ndarray:
+    q, r = np.linalg.qr(rng.standard_normal((d, d)))
+    return q * np.sign(np.diag(r))
+
+
+def _patterns(rng, H: int, n: int, causal: bool = False) -> np.ndarray:
+    S = rng.standard_normal((H, n, n))
+    if causal:
+        S = np.where(np.tril(np.ones((n, n), dtype=bool)), S, -np.inf)
+    A = np.exp(S - S.max(-1, keepdims=True))
+    return A / A.sum(-1, keepdims=True)
+
+
+def _symmetric_orthogonal(rng, w: np.ndarray, d: int) -> np.ndarray:
+    """Transports ``O_ij`` orthogonal with ``O_ji = O_ij^T`` on the edges of ``w`` (zero elsewhere)."""
+    n = w.shape[0]
+    O = np.zeros((n, n, d, d))
+    for i in range(n):
+        for j in range(i, n):
+            if w[i, j] > 0:
+                Q = np.diag(np.where(rng.uniform(size=d) < 0.5, -1.0, 1.0)) if i == j else _orthogonal(rng, d)
+                O[i, j], O[j, i] = Q, Q.T
+    return O
+
+
+def _weights(rng, H: int, G: int, d: int, dh: int, scale: float = 1.0):
+    """Row-convention weights ``W_q (H, d, dh), W_k, W_v (G, d, dh), W_o (H, dh, d)``."""
+    r = lambda *s: scale * rng.standard_normal(s) / np.sqrt(s[-2])
+    return r(H, d, dh), r(G, d, dh), r(G, d, dh), r(H, dh, d)
+
+
+def _factors(rng, d: int, dh: int):
+    return rng.standard_normal((d, dh)), rng.standard_normal((dh, d))
+
+
+def _one_head(U, V) -> HeadTransports:
+    return HeadTransports(torch.as_tensor(U)[None], torch.as_tensor(V)[None])
+
+
+def _layer(W_q, W_k, W_v, W_o) -> AttentionWeights:
+    return AttentionWeights(*(torch.as_tensor(W) for W in (W_q, W_k, W_v, W_o)))

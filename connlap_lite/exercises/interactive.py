@@ -1,0 +1,58 @@
+"""Checkers of the interactive explorers (their references are the explorers' toy connections)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..transports import EdgeTransport
+from ..walks import ConnectionWalk
+from ._runner import Case, grade
+
+
+# ------------------------------------------------------------ Chapter: Interactive explorers
+def check_kernel_dimension(fn) -> bool:
+    """Check ``fn(n, angle, tol)``: the number of eigenvalues below ``tol`` of the connection
+    Laplacian of the ``n``-cycle whose SO(2) holonomy is ``angle``, an int.
+
+    The reference is :func:`connlap_lite.widgets.holonomy_spectrum`.
+    Chapter: *Interactive explorers*, exercise ``explorers_graded1``.
+    """
+    from ..widgets import KERNEL_TOL, holonomy_spectrum
+
+    tau = 2 * np.pi
+    cases = [Case(f"n={n}, angle={label}, tol={tol:g}", (n, angle, tol)) for n, angle, label, tol in (
+        (3, 0.0, "0", KERNEL_TOL), (8, np.pi / 3, "pi/3", KERNEL_TOL), (5, tau, "2 pi", KERNEL_TOL),
+        (12, -2 * tau, "-4 pi", KERNEL_TOL), (7, np.pi, "pi", KERNEL_TOL), (12, 0.01, "0.01", KERNEL_TOL),
+        (4, tau + 0.02, "2 pi + 0.02", KERNEL_TOL), (10, -0.05, "-0.05", KERNEL_TOL),
+        (12, 0.05, "0.05", 1e-4), (9, 3 * tau, "6 pi", 1e-12))]
+    return grade("check_kernel_dimension", fn, cases, lambda n, angle, tol: holonomy_spectrum(n, angle, tol=tol)[1],
+                 "each step k -> k+1 rotates by angle / n and each step back by -angle / n; with weight 1 on every "
+                 "edge every degree is 2, so L = I - S / 2 is symmetric: count its eigenvalues (np.linalg.eigvalsh) "
+                 "below tol. A full turn (angle a multiple of 2 pi) is as flat as no turn at all.")
+
+
+def check_min_dirichlet_energy(fn) -> bool:
+    """Check ``fn(P, T)``: the least Dirichlet energy ``<f, L f>_pi`` over sections with
+    ``<f, f>_pi = 1``, for a walk ``P (n, n)`` with transports ``T (n, n, 2, 2)``, a number.
+
+    ``pi`` is the stationary distribution of ``P`` with its rows normalised. The cases are the
+    conditions lab's walks; the reference is :func:`connlap_lite.widgets.conditions_report`.
+    Chapter: *Interactive explorers*, exercise ``explorers_graded2``.
+    """
+    from ..widgets import conditions_report, conditions_walk
+
+    cases = []
+    for (s, r, m), n, seed in (((True, True, True), 8, 0), ((True, True, True), 3, 5), ((False, True, True), 6, 1),
+                               ((True, False, True), 8, 2), ((True, True, False), 5, 3), ((False, False, False), 7, 4),
+                               ((True, False, False), 4, 6)):
+        walk = conditions_walk(s, r, m, n=n, seed=seed)
+        switches = ", ".join(f"{c} {'on' if on else 'off'}" for c, on in zip("SRM", (s, r, m)))
+        cases.append(Case(f"lab walk {switches}, n={n}, seed {seed}", (walk.P.numpy(), walk.edge_transports())))
+
+    def reference(P, T):
+        return conditions_report(ConnectionWalk(P, EdgeTransport(T)), n_sections=0).min_energy
+
+    return grade("check_min_dirichlet_energy", fn, cases, reference,
+                 "pi: the left eigenvector for eigenvalue 1 of P / P.sum(1) (rows normalised), summing to 1. "
+                 "L = I - W, block (i, j) of W being P[i, j] T[i, j]. The energy form is B = sym(Pi L) with "
+                 "Pi = diag(pi) repeated d times; the answer is the least eigenvalue of Pi^-1/2 B Pi^-1/2. "
+                 "Not an eigenvalue of L: without (R) or (M), L is not symmetric for <., .>_pi.")
