@@ -31,8 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="python -m connlap_lite", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
-    a.add_argument("model", help="offline short name (minilm-l6, smollm2-135m, gemma3-270m, "
-                                 "qwen2.5-coder-0.5b, qwen2.5-coder-1.5b), Hugging Face id or local folder")
+    from .models import OFFLINE                 # the model list, written once (the package imports torch anyway)
+    a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
     a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: pydoc topics)")
     a.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
