@@ -18,6 +18,7 @@ module             idea
 ``plots``          per-layer curves against the nulls
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
+``toys``           the explorers' toy connections: holonomy on a cycle, T3's conditions on and off
 ``widgets``        interactive explorers (ipywidgets); not imported here:
                    ``from connlap_lite import widgets``
 =================  ==================================================

@@ -10,6 +10,7 @@ import torch
 matplotlib.use("Agg")
 
 from connlap_lite import head_transports, symmetry_defect  # noqa: E402
+from connlap_lite import toys  # noqa: E402
 from connlap_lite import widgets as W  # noqa: E402
 from connlap_lite.metrics import rank_free_defect  # noqa: E402
 
@@ -33,7 +34,7 @@ def test_cycle_spectrum_closed_form():
     pred = np.sort(1 - np.concatenate([np.cos((2 * np.pi * m + angle) / n), np.cos((2 * np.pi * m - angle) / n)]))
     assert np.abs(eig - pred).max() < 1e-12
     walk = W.cycle_connection(n, angle)
-    assert np.allclose(walk.holonomy(range(n)), W._rotation(angle), atol=1e-12)
+    assert np.allclose(walk.holonomy(range(n)), toys._rotation(angle), atol=1e-12)
 
 
 def test_cycle_rejects_short_cycles():

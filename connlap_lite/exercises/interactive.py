@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..toys import KERNEL_TOL, conditions_report, conditions_walk, holonomy_spectrum
 from ..transports import EdgeTransport
 from ..walks import ConnectionWalk
 from ._runner import Case, grade
@@ -13,10 +14,9 @@ def check_kernel_dimension(fn) -> bool:
     """Check ``fn(n, angle, tol)``: the number of eigenvalues below ``tol`` of the connection
     Laplacian of the ``n``-cycle whose SO(2) holonomy is ``angle``, an int.
 
-    The reference is :func:`connlap_lite.widgets.holonomy_spectrum`.
+    The reference is :func:`connlap_lite.toys.holonomy_spectrum`.
     Chapter: *Interactive explorers*, exercise ``explorers_graded1``.
     """
-    from ..widgets import KERNEL_TOL, holonomy_spectrum
 
     tau = 2 * np.pi
     cases = [Case(f"n={n}, angle={label}, tol={tol:g}", (n, angle, tol)) for n, angle, label, tol in (
@@ -35,10 +35,9 @@ def check_min_dirichlet_energy(fn) -> bool:
     ``<f, f>_pi = 1``, for a walk ``P (n, n)`` with transports ``T (n, n, 2, 2)``, a number.
 
     ``pi`` is the stationary distribution of ``P`` with its rows normalised. The cases are the
-    conditions lab's walks; the reference is :func:`connlap_lite.widgets.conditions_report`.
+    conditions lab's walks; the reference is :func:`connlap_lite.toys.conditions_report`.
     Chapter: *Interactive explorers*, exercise ``explorers_graded2``.
     """
-    from ..widgets import conditions_report, conditions_walk
 
     cases = []
     for (s, r, m), n, seed in (((True, True, True), 8, 0), ((True, True, True), 3, 5), ((False, True, True), 6, 1),
