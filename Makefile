@@ -34,7 +34,7 @@ book: install $(FULLSTAMP)
 
 # (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
 unit: install
-	$(PY) -m pytest -q --doctest-modules connlap_lite tests --ignore=tests/browser --ignore=tests/reader
+	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py --ignore=tests/browser --ignore=tests/reader
 
 notebooks: install
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0 book

@@ -257,9 +257,7 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
     # H * gamma^h = A^h * (H / S); where S = 0 every A^h is 0 (A >= 0), so the weight is 0 there too
     scale = H / torch.where(S > 0, S, torch.ones_like(S))
     P = S / H
-    walk = ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset)
-    walk._numpy = numpy
-    return walk
+    return ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset, numpy=numpy)
 
 
 def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
@@ -285,10 +283,8 @@ def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
         raise ValueError(f"sha_walk needs one head, got weights with {weights.n_heads}; use mha_walk")
     numpy = is_numpy(X)
     A = attention_patterns(to_tensor(X, "X", ndim=2), weights, **masks)
-    T = weights.transports()[0]
-    walk = ConnectionWalk(A[0], ConstantTransport(T), offset=weights.offset())
-    walk._numpy = numpy
-    return walk
+    T = weights.transports().dense()[0]
+    return ConnectionWalk(A[0], ConstantTransport(T), offset=weights.offset(), numpy=numpy)
 
 
 def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
@@ -313,5 +309,4 @@ def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
     numpy = is_numpy(X)
     A = attention_patterns(to_tensor(X, "X", ndim=2), _weights(weights), **masks)
     walk = walk_from_heads(A, weights.transports(), offset=weights.offset())
-    walk._numpy = numpy
-    return walk
+    return ConnectionWalk(walk.P, walk.transport, offset=walk.offset, numpy=numpy)   # X's kind decides, not A's

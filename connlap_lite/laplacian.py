@@ -65,9 +65,7 @@ def random_walk_connection(w, O, *, atol: float | None = None) -> ConnectionWalk
         raise ValueError("O must be orthogonal on every edge (O_ij^T O_ij = I where w_ij > 0)")
     if not torch.allclose(O.transpose(0, 1)[on], O.transpose(-1, -2)[on], atol=atol, rtol=0):
         raise ValueError("O must satisfy O_ji = O_ij^T on every edge")
-    walk = ConnectionWalk(w / deg[:, None], EdgeTransport(O))
-    walk._numpy = numpy
-    return walk
+    return ConnectionWalk(w / deg[:, None], EdgeTransport(O), numpy=numpy)
 
 
 def connection_laplacian(w, O, *, dense: bool = True):

@@ -234,9 +234,7 @@ def fold_gain(heads: HeadTransports, gain: torch.Tensor | None) -> HeadTransport
     gain = to_tensor(gain, "gain", ndim=1)
     if gain.shape[0] != heads.d:
         raise ValueError(f"gain must have shape ({heads.d},), one entry per model dimension, got {tuple(gain.shape)}")
-    folded = HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :])
-    folded.groups, folded.offset = getattr(heads, "groups", None), getattr(heads, "offset", None)
-    return folded
+    return HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :], groups=heads.groups, offset=heads.offset)
 
 
 def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor:

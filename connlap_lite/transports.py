@@ -33,22 +33,39 @@ class HeadTransports:
         Left factors (write maps).
     V : array, shape (H, r, d)
         Right factors (read maps).
+    groups : int array, shape (H,), optional
+        The key/value group ``g(h)`` of each head (grouped-query attention); None when every
+        head has its own.
+    offset : array, shape (d,), optional
+        The affine part ``c`` of the layer's update from the value and output biases (T1).
 
     Examples
     --------
     >>> import torch
     >>> U, V = torch.randn(3, 8, 2, dtype=torch.float64), torch.randn(3, 2, 8, dtype=torch.float64)
-    >>> heads = HeadTransports(U, V)
+    >>> heads = HeadTransports(U, V, groups=[0, 0, 1])
     >>> heads.dense().shape
     torch.Size([3, 8, 8])
     >>> heads.singular_values().shape      # from the factors, never an 8x8 SVD
     torch.Size([3, 2])
+    >>> heads[2].n_heads, heads[2].groups.tolist()        # one head, still factored
+    (1, [1])
     """
 
-    def __init__(self, U, V):
+    def __init__(self, U, V, *, groups=None, offset=None):
         self.U, self.V = harmonise(to_tensor(U, "U", ndim=3), to_tensor(V, "V", ndim=3))
         H, d, r = self.U.shape
         check_shape(self.V, "V", (H, r, d))
+        self.groups = None
+        if groups is not None:
+            self.groups = torch.as_tensor(groups, device=self.U.device)
+            if self.groups.dtype.is_floating_point or self.groups.dtype == torch.bool:
+                raise TypeError(f"groups must hold integer group indices, got dtype {self.groups.dtype}")
+            check_shape(self.groups, "groups", (H,))
+            self.groups = self.groups.long()
+        self.offset = None if offset is None else to_tensor(offset, "offset", ndim=1).to(self.U)
+        if self.offset is not None:
+            check_shape(self.offset, "offset", (d,))
         self._sv = None
 
     @property
@@ -67,16 +84,20 @@ class HeadTransports:
         return self.n_heads
 
     def to(self, **kw) -> "HeadTransports":
-        """A copy with both factors moved by ``Tensor.to(**kw)``; ``groups`` and ``offset`` are kept."""
-        moved = HeadTransports(self.U.to(**kw), self.V.to(**kw))
-        for name in ("groups", "offset"):
-            if hasattr(self, name):
-                value = getattr(self, name)
-                setattr(moved, name, value.to(**kw) if name == "offset" and value is not None else value)
-        return moved
+        """A copy with both factors (and the offset) moved by ``Tensor.to(**kw)``; the groups follow the device."""
+        U, V = self.U.to(**kw), self.V.to(**kw)
+        return HeadTransports(U, V, groups=None if self.groups is None else self.groups.to(U.device),
+                              offset=None if self.offset is None else self.offset.to(**kw))
 
-    def __getitem__(self, h: int) -> torch.Tensor:
-        return self.U[h] @ self.V[h]
+    def __getitem__(self, h) -> "HeadTransports":
+        """Head ``h`` (an int) or a selection of heads (a slice, a list, a boolean mask), still factored.
+
+        The offset belongs to the layer, not to a head, so a selection carries none."""
+        if isinstance(h, (int,)) and not isinstance(h, bool):
+            if not -self.n_heads <= h < self.n_heads:
+                raise IndexError(f"head {h} out of range for {self.n_heads} heads")
+            h = [h]
+        return HeadTransports(self.U[h], self.V[h], groups=None if self.groups is None else self.groups[h])
 
     def dense(self) -> torch.Tensor:
         """The ``(H, d, d)`` matrices ``T_h = U_h V_h``."""

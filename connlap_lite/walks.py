@@ -62,8 +62,9 @@ class ConnectionWalk:
     Chapter: *Connection walks*.
     """
 
-    def __init__(self, P, transport, *, offset=None):
-        self._numpy = is_numpy(P)
+    def __init__(self, P, transport, *, offset=None, numpy: bool | None = None):
+        # what the walk's methods return: NumPy arrays if asked (``numpy``) or if ``P`` was one, else tensors
+        self._numpy = is_numpy(P) if numpy is None else bool(numpy)
         self.P = to_tensor(P, "P", ndim=2)
         n = self.P.shape[0]
         check_shape(self.P, "P", (n, n))

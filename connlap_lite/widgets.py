@@ -230,8 +230,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     flat = torch.where(allowed, walk, torch.zeros_like(walk)).flatten()
     top = [int(t) for t in flat.topk(min(n_edges, n * n)).indices if flat[t] > 0]
     edges = [(t // n, t % n) for t in top]
-    groups = getattr(heads, "groups", None)
-    groups = torch.arange(H) if groups is None else groups.cpu()
+    groups = torch.arange(H) if heads.groups is None else heads.groups.cpu()
     rows, cols = torch.tensor([e[0] for e in edges]), torch.tensor([e[1] for e in edges])
     sv = M.gated_singular_values(H * gates[:, rows, cols].T, HeadTransports(heads.U.cpu(), heads.V.cpu()), groups)
     return ModelView(walk=walk, gates=gates[:, query], head_sv=heads.singular_values().double().cpu(),

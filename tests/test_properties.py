@@ -53,7 +53,7 @@ def test_t1_single_head_is_constant_transport_walk(case):
     # Kronecker spectrum: spec(W) = {lambda mu}
     if walk.n * walk.d <= 40:
         lam = np.linalg.eigvals(walk.P.numpy())
-        mu = np.linalg.eigvals(walk.transport_at(0, 0).numpy() if walk.P[0, 0] > 0 else w.transports()[0].numpy())
+        mu = np.linalg.eigvals(walk.transport_at(0, 0).numpy() if walk.P[0, 0] > 0 else w.transports().dense()[0].numpy())
         prods = np.sort_complex(np.round((lam[:, None] * mu[None]).ravel(), 6))
         spec = np.linalg.eigvals(walk.dense().numpy())
         for z in spec:

@@ -125,7 +125,8 @@ def test_head_transports_singular_values_from_factors(rng):
     assert rel(heads.singular_values().numpy(), dense) < 1e-12
     assert rel(heads.sum().numpy(), (U @ V).sum(0)) < 1e-14
     assert len(heads) == 3 and heads.rank_bound == 2
-    assert rel(heads[1].numpy(), U[1] @ V[1]) < 1e-14
+    assert rel(heads[1].dense()[0].numpy(), U[1] @ V[1]) < 1e-14
+    assert heads[1:3].n_heads == 2 and heads[[0, 2]].rank_bound == heads.rank_bound
 
 
 def test_edge_transport_class(rng):
@@ -141,3 +142,21 @@ def test_gauges_carry_the_offset(rng):
     G = rng.standard_normal((4, 3, 3)) + 3 * np.eye(3)
     moved = walk.change_frame(G)(np.einsum("iab,ib->ia", G, X))
     assert rel(moved, np.einsum("iab,ib->ia", G, walk(X))) < 1e-12
+
+
+def test_head_transports_carry_groups_and_offset_through_to_and_indexing():
+    U, V = torch.randn(4, 6, 2, dtype=torch.float64), torch.randn(4, 2, 6, dtype=torch.float64)
+    heads = HeadTransports(U, V, groups=[0, 0, 1, 1], offset=torch.ones(6))
+    assert heads.groups.dtype == torch.long and heads.offset.dtype == torch.float64
+    moved = heads.to(dtype=torch.float32)
+    assert moved.U.dtype == moved.offset.dtype == torch.float32 and moved.groups.tolist() == [0, 0, 1, 1]
+    one = heads[3]
+    assert one.n_heads == 1 and one.groups.tolist() == [1] and one.offset is None
+    assert rel(one.dense()[0], U[3] @ V[3]) < 1e-14 and rel(one.singular_values(), heads.singular_values()[3:]) < 1e-12
+    assert heads[-1].groups.tolist() == [1]
+    for bad, error, text in [(dict(groups=[0, 1]), ValueError, "groups"), (dict(groups=[0.0] * 4), TypeError, "groups"),
+                             (dict(offset=torch.ones(5)), ValueError, "offset")]:
+        with pytest.raises(error, match=text):
+            HeadTransports(U, V, **bad)
+    with pytest.raises(IndexError, match="out of range"):
+        heads[4]

@@ -20,8 +20,6 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
     groups = torch.arange(H, device=W_v.device) // (H // G)
     U = W_o.detach().reshape(d, H, dh).permute(1, 0, 2)
     V = W_v.detach().reshape(G, dh, d)[groups]
-    heads = HeadTransports(U, V)
-    heads.groups = groups
     offset = None
     if b_v is not None or b_o is not None:
         offset = torch.zeros(d, dtype=W_o.dtype, device=W_o.device)
@@ -29,5 +27,4 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
             offset = offset + W_o.detach() @ b_v.detach().reshape(G, dh)[groups].reshape(-1)
         if b_o is not None:
             offset = offset + b_o.detach()
-    heads.offset = offset
-    return heads
+    return HeadTransports(U, V, groups=groups, offset=offset)

@@ -29,7 +29,7 @@ def check_ov_transport(fn) -> bool:
         W_v_rows = W_v.reshape(G, dh, d).transpose(0, 2, 1)           # (G, d, d_h): V = X W_v_rows[g]
         W_o_rows = W_o.T.reshape(n_heads, dh, d)                      # (H, d_h, d)
         zeros = np.zeros((n_heads, d, dh))
-        return _layer(zeros, zeros[:G], W_v_rows, W_o_rows).transports()[head].numpy()
+        return _layer(zeros, zeros[:G], W_v_rows, W_o_rows).transports().dense()[head].numpy()
 
     return grade("check_ov_transport", fn, cases, reference,
                  "d_h = W_o.shape[1] // H and G = W_v.shape[0] // d_h. Head h writes through the columns "
