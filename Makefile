@@ -65,9 +65,10 @@ reader: install
 
 # The stages in pairs that share the two cores (each pair's output printed whole, in order): the unit tests beside
 # the notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.
+# One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
 test: install chromium
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit notebooks
-	$(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target unit notebooks
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
 	$(MAKE) --no-print-directory browser-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
