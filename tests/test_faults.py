@@ -18,6 +18,7 @@ from connlap_lite import _files, models
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tiny_models  # noqa: E402
+from conftest import fake_chunked  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -221,17 +222,7 @@ def test_real_packaged_files_match_their_pins(name):
 @pytest.fixture
 def chunks(tmp_path, monkeypatch):
     data = [b"GGUF" + bytes(range(200)), bytes(range(100, 250)) * 3, b"tail" * 10]
-    for k, blob in enumerate(data, 1):
-        pkg = tmp_path / "site" / f"fakechunk{k}"
-        (pkg / "data").mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "data" / f"piece{k - 1:02d}.bin").write_bytes(blob)
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    whole = b"".join(data)
-    spec = models.Chunked("fakechunk{k}", "data/piece{j:02d}.bin", 3, len(whole),
-                          hashlib.sha256(whole).hexdigest(), "fake.gguf")
-    monkeypatch.setitem(models.OFFLINE, "fake", ("fakechunk1..3==0", "decoder"))
-    return spec, whole, tmp_path / "cache"
+    return fake_chunked(tmp_path, monkeypatch, "fakechunk", "data/piece{j:02d}.bin", data)
 
 
 def test_stale_parts_are_swept_and_a_corrupt_copy_rebuilt(chunks):

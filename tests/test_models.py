@@ -1,28 +1,15 @@
 """The model zoo's file handling: chunked GGUF assembly, checksums, torn files, clear errors."""
-import hashlib
-import sys
-import types
-from pathlib import Path
 
 import pytest
 
 from connlap_lite import models
+from conftest import fake_chunked
 
 
 @pytest.fixture
 def fake_chunks(tmp_path, monkeypatch):
     data = [b"GGUF" + bytes(range(200)), bytes(range(100, 250)) * 3]
-    for k, blob in enumerate(data, 1):
-        pkg = tmp_path / "site" / f"fakepart{k}"
-        (pkg / "data").mkdir(parents=True)
-        (pkg / "__init__.py").write_text("")
-        (pkg / "data" / f"part{k:02d}.bin").write_bytes(blob)
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    whole = b"".join(data)
-    spec = models.Chunked("fakepart{k}", "data/part{k:02d}.bin", 2, len(whole),
-                          hashlib.sha256(whole).hexdigest(), "fake.gguf")
-    monkeypatch.setitem(models.OFFLINE, "fake", ("fakepart1..2==0", "decoder"))
-    return spec, whole, tmp_path / "cache"
+    return fake_chunked(tmp_path, monkeypatch, "fakepart", "data/part{k:02d}.bin", data)
 
 
 def test_assemble_joins_and_checks(fake_chunks):
