@@ -15,6 +15,8 @@ Chapter: *Connection walks* (``book/theory/walks.ipynb``).
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from ._backend import check_shape, compute_dtype, harmonise, to_tensor
@@ -93,7 +95,7 @@ class HeadTransports:
         """Head ``h`` (an int) or a selection of heads (a slice, a list, a boolean mask), still factored.
 
         The offset belongs to the layer, not to a head, so a selection carries none."""
-        if isinstance(h, (int,)) and not isinstance(h, bool):
+        if isinstance(h, numbers.Integral) and not isinstance(h, bool):      # an int, a NumPy int
             if not -self.n_heads <= h < self.n_heads:
                 raise IndexError(f"head {h} out of range for {self.n_heads} heads")
             h = [h]

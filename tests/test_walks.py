@@ -153,7 +153,7 @@ def test_head_transports_carry_groups_and_offset_through_to_and_indexing():
     one = heads[3]
     assert one.n_heads == 1 and one.groups.tolist() == [1] and one.offset is None
     assert rel(one.dense()[0], U[3] @ V[3]) < 1e-14 and rel(one.singular_values(), heads.singular_values()[3:]) < 1e-12
-    assert heads[-1].groups.tolist() == [1]
+    assert heads[-1].groups.tolist() == [1] and heads[np.int64(2)].n_heads == 1
     for bad, error, text in [(dict(groups=[0, 1]), ValueError, "groups"), (dict(groups=[0.0] * 4), TypeError, "groups"),
                              (dict(offset=torch.ones(5)), ValueError, "offset")]:
         with pytest.raises(error, match=text):
