@@ -76,10 +76,10 @@ test: install chromium
 # figures, math: tools/book_pdf.py). PDF_FULL=1 (default) prints make book's build (16 x 128, the fifth model);
 # PDF_FULL=0 builds make test's smaller setting in its own folder (faster).
 PDF_FULL ?= 1
-PDF_SITE = $(if $(filter 1,$(PDF_FULL)),_build/html,_build/pdf-small/_build/html)
+PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)
 pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
-	CONNLAP_FULL=$(PDF_FULL) $(VENV)/bin/jupyter-book build . --keep-going $(if $(filter 1,$(PDF_FULL)),,--path-output _build/pdf-small)
-	$(PY) tools/book_pdf.py $(PDF_SITE) _build/book.pdf
+	CONNLAP_FULL=$(PDF_FULL) $(VENV)/bin/jupyter-book build . --keep-going --path-output $(PDF_ROOT)
+	$(PY) tools/book_pdf.py $(PDF_ROOT)/_build/html _build/book.pdf
 	@echo "pdf: _build/book.pdf"
 
 # The student edition: every notebook with its graded solutions emptied, in _build/student (book/ untouched).
