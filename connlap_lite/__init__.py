@@ -10,10 +10,11 @@ module             idea
 ``models``         the offline model zoo and its random-init nulls
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
-``text``           real English passages that ship with Python
+``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
-``scorecard``      the verdict rules of E1-E3 and the chapters' verdict boxes
+``report``         reading reports: curves, trends against nulls, the rules and verdicts of E1-E3
+``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
 ``known``          five published results about attention, reproduced (the chapter of that name)
 ``plots``          per-layer curves against the nulls
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book

@@ -34,7 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     from .models import OFFLINE                 # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
-    a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: pydoc topics)")
+    a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: --corpus)")
+    from .text import CORPORA
+    a.add_argument("--corpus", choices=CORPORA, default="pydoc",
+                   help="the book's corpora: technical prose, Python source, narrative (default pydoc)")
     a.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
     a.add_argument("--tokens", type=int, default=128, help="tokens per passage (default 128)")
     a.add_argument("--seed", type=int, default=0)
@@ -118,11 +121,12 @@ def _main(argv=None) -> int:
         if ":" in args.device and int(args.device.split(":")[1]) >= torch.cuda.device_count():
             _fail(ap, f"--device {args.device}: only {torch.cuda.device_count()} CUDA devices here")
     _check_outputs(args, ap)
-    from .analysis import analyze, depth_trend, layer_curve
+    from .analysis import analyze
+    from .report import depth_trend, layer_curve, random_nulls
 
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
-                     random_init=args.random_init, texts=texts, device=args.device, refresh=args.no_cache,
-                     progress=True)
+                     random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
+                     refresh=args.no_cache, progress=True)
     from .known import known_results              # the chapter *Known results*, on the same passages
     report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
                                             seed=args.seed, random_init=args.random_init, texts=texts,
@@ -140,6 +144,14 @@ def _main(argv=None) -> int:
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
     print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
+    if not args.random_init and random_nulls(report):
+        from .report import e1, e2                  # the rules of E1 and E2 on this model alone (a table of one)
+        report["verdicts"] = {"E1": e1(report), "E2": e2(report)}
+        x, y = report["verdicts"]["E1"], report["verdicts"]["E2"]
+        print(f"E1 ({x['metric']}): {x['verdict']} (late {x['late_trained']:.3f} vs strongest null {x['strongest_null']} "
+              f"{x['late_nulls'][x['strongest_null']]:.3f}); E2: {y['verdict']} (heads {y['head_defect']:.3f} vs "
+              f"{y['head_nulls'][y['strongest_head_null']]:.3f}, data {y['data_defect']:.3f} vs "
+              f"{y['data_nulls'][y['strongest_data_null']]:.3f})")
     if args.json is not None:
         from ._files import atomic_write_text
         atomic_write_text(args.json, json.dumps(report, indent=1))

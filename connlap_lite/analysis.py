@@ -1,8 +1,22 @@
 """Measure E1-E3 on a model against its nulls: the one function the chapters and the CLI call.
 
 ``analyze(name)`` loads a model, builds its nulls (the same architecture at random
-initialisation, two seeds; the trained model on shuffled passages), streams every layer,
+initialisation, five seeds; the trained model on shuffled passages), streams every layer,
 and returns per-layer, per-passage values of every metric in :mod:`connlap_lite.metrics`.
+Besides these whole-model conditions, the trained condition carries the nulls that live inside
+one measurement, registered before any result was read (their names are the report's keys):
+
+``cross_passage_tv_norm_nosink``  passage b at layer l against passage b + 1 at layer l + 1;
+``positional_tv_norm_nosink``     passage b at layer l against the mean walk of the other passages
+                                  at layer l + 1 (a positional-only operator);
+``sep<k>_tv_norm_nosink``         passage b at layer l against itself at layer l + k (k = 2..4),
+                                  the layer-separation profile (k = 1 is ``tv_norm_nosink``);
+``data_defect_cross``             the random-init twin's head transports (seed ``random_seeds[0]``)
+                                  on the trained model's own inputs, sink tokens left out;
+``data_defect_gaussian``          Gaussian transports of the same shapes on the same inputs.
+
+``data_defect_nosink`` is the trained model's data defect on the same tokens, the one to set
+against those two.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
 (bumped whenever a metric's definition changes) and, for a local folder, the identity of its
 files, so the chapters that share a measurement compute it once.  A cached report that cannot
@@ -26,15 +40,31 @@ from ._files import atomic_write_text, locked, read_json, sweep
 from .adapters import adapter_for
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
-from .text import check_texts
+from .text import check_corpus, check_texts
+from .text import corpus as corpus_texts
 from .text import passages as make_passages
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
 WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink"]
-STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink"]
+STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink",
+                "cross_passage_tv_norm_nosink", "positional_tv_norm_nosink"]
+SEPARATIONS = (2, 3, 4)   # layer l against l + k: sep<k>_tv_norm_nosink has layers - k per-layer lists
+SEP_METRICS = [f"sep{k}_tv_norm_nosink" for k in SEPARATIONS]
 HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
-DATA_METRICS = ["data_defect", "edge_defect"]
+DATA_METRICS = ["data_defect", "edge_defect", "data_defect_nosink", "data_defect_cross", "data_defect_gaussian"]
+# metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
+PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "data_defect_nosink",
+                                                              "data_defect_cross", "data_defect_gaussian"]
+
+
+def separation(metric: str) -> int:
+    """How many layers apart a metric's two walks are: 0 per layer, 1 for a step, k for ``sep<k>_...``."""
+    if metric in STEP_METRICS:
+        return 1
+    if metric in SEP_METRICS:
+        return int(metric[3:metric.index("_")])
+    return 0
 
 
 def random_like(model, seed: int):
@@ -101,9 +131,26 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
 
 def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool) -> dict:
     Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
-    return {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
-            "spec": M.spectral_distance(P, Q), "tv_nosink": M.walk_distance(Pn, Qn),
-            "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": M.spectral_distance(Pn, Qn)}
+    out = {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
+           "spec": M.spectral_distance(P, Q), "tv_nosink": M.walk_distance(Pn, Qn),
+           "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": M.spectral_distance(Pn, Qn)}
+    B = P.shape[0]
+    if B > 1:
+        # the same distance to another passage's next layer, and to the other passages' mean next layer
+        out["cross_passage_tv_norm_nosink"] = M.normalised_walk_distance(Pn, Qn.roll(-1, 0), causal, sinks)
+        others = (Qn.sum(0, keepdim=True) - Qn) / (B - 1)
+        out["positional_tv_norm_nosink"] = M.normalised_walk_distance(Pn, others, causal, sinks)
+    return out
+
+
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> dict:
+    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs."""
+    Xk = X[:, keep]
+    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1),
+           "data_defect_gaussian": M.data_isometry_defect(M.gaussian_null(heads, seed), Xk).mean(-1)}
+    if twin is not None:
+        out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
+    return out
 
 
 def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
@@ -126,10 +173,14 @@ def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
     return torch.stack(out)
 
 
-def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progress: bool = False) -> dict:
+def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
+            progress: bool = False) -> dict:
     """Every metric for every layer of ``model`` on ``batch``: ``{metric: [per-layer values]}``.
 
     Walk and data metrics are lists of per-passage values; head metrics are per-head values.
+    ``head_nulls`` adds the nulls measured inside the model (rotated and Gaussian heads, Gaussian
+    transports on the data); ``twin`` (a model of the same architecture, e.g. ``random_like``) adds
+    ``data_defect_cross``, its transports on this model's inputs.
     """
     adapter = adapter_for(model)
     if not isinstance(batch, dict) or "input_ids" not in batch:
@@ -145,18 +196,26 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
     if bool(encoder) == causal:
         raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
                          f"pass encoder={not causal} (its sink tokens depend on it)")
-    res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + HEAD_METRICS + DATA_METRICS}
-    prev = None
+    if twin is not None and type(twin) is not type(model):
+        raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
+                        f"got {type(twin).__name__}; build it with random_like(model, seed)")
+    res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + SEP_METRICS + HEAD_METRICS + DATA_METRICS}
+    previous: list[torch.Tensor] = []                               # the last max(SEPARATIONS) layers' walks
     n = batch["input_ids"].shape[1]
     sinks = M.sink_columns(n, encoder)
+    keep = [i for i in range(n) if i not in sinks]
     for lw in attention_walks(model, batch, progress=progress):
         P = lw.attention.double().mean(1)                          # (B, n, n): the layer's walks
         for k, v in _walk_metrics(P, sinks).items():
             res[k].append(v.tolist())
-        if prev is not None:
-            for k, v in _step_metrics(prev, P, sinks, not encoder).items():
+        if previous:
+            for k, v in _step_metrics(previous[-1], P, sinks, not encoder).items():
                 res[k].append(v.tolist())
-        prev = P
+        for k in SEPARATIONS:
+            if len(previous) >= k:
+                Pn, Qn = M.without_sinks(previous[-k], sinks), M.without_sinks(P, sinks)
+                res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, sinks).tolist())
+        previous = (previous + [P])[-max(SEPARATIONS):]
         heads = lw.transports
         gain = adapter.norm_gain(model, lw.layer)
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
@@ -169,11 +228,15 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, progr
         X = lw.inputs.double()
         res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
         res["edge_defect"].append(_edge_defects(lw, sinks).tolist())
+        if head_nulls:
+            other = None if twin is None else head_transports(twin, lw.layer).to(dtype=heads.U.dtype)
+            for k, v in _data_defects(heads, X, keep, other, lw.layer).items():
+                res[k].append(v.tolist())
     return {k: v for k, v in res.items() if v}
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-11-30.2"
+SCHEMA = "2026-12-01.1"
 
 
 def _key(name: str, **kw) -> str:
@@ -215,7 +278,7 @@ def _report_problem(report, name: str, args: dict) -> str | None:
         if not isinstance(values, dict) or not values:
             return f"condition {cond!r} is missing"
         for metric, per_layer in values.items():
-            expected = layers - 1 if metric in STEP_METRICS else layers
+            expected = layers - separation(metric)
             if not isinstance(per_layer, list) or len(per_layer) != expected or \
                     not all(isinstance(v, list) and v for v in per_layer):
                 return f"{cond}/{metric} does not hold {expected} per-layer lists"
@@ -252,23 +315,29 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
     return seeds, None if texts is None else check_texts(texts)
 
 
-def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1),
+def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
-            device: str = "cpu", cache: bool = True, refresh: bool = False, progress: bool = False) -> dict:
+            corpus: str = "pydoc", device: str = "cpu", cache: bool = True, refresh: bool = False,
+            progress: bool = False) -> dict:
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
     ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
     for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
 
+    ``corpus`` names the texts (:data:`connlap_lite.text.CORPORA`) unless ``texts`` are given.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
     the cached report.  A cached report that is unreadable or malformed is recomputed with a warning.
 
     Chapters: *E1*, *E2*, *E3*.
     """
     random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
+    if texts is None:
+        check_corpus(corpus)
+    else:
+        corpus = "texts"
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
-                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts)
+                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus)
     identity = _folder_identity(name)
     key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)
     slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name.strip("/"))[-80:]
@@ -286,16 +355,18 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         quantise_q4(model)
     adapter = adapter_for(model)
     encoder = not adapter.mask(model, 0)["causal"]
-    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=texts)
+    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=corpus_texts(corpus) if texts is None else texts)
     total, non_embedding = parameter_counts(model)
     H, G = adapter.shape(model)
     report = {"schema": SCHEMA, "model": name, "family": model.config.model_type, "encoder": encoder,
               "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
               "head_dim": int(head_transports(model, 0).U.shape[-1]),
               "parameters": total, "non_embedding_parameters": non_embedding,
-              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "conditions": {}}
+              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus, "conditions": {}}
     label = "random" if random_init else "trained"
-    report["conditions"][label] = measure(model, batch, encoder=encoder, progress=progress)
+    twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
+    report["conditions"][label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)
+    del twin
     if shuffle:
         report["conditions"]["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder,
                                                    head_nulls=False, progress=progress)

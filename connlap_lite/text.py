@@ -1,7 +1,11 @@
-"""Real English text that ships with Python, cut into token passages.
+"""Real text, cut into token passages: three corpora of different kinds.
 
-The default corpus is the standard library's ``pydoc_data.topics`` (79 documentation
-texts, about 465,000 characters), present on every CPython, Colab's included.
+``pydoc``      technical prose: the standard library's ``pydoc_data.topics`` (79 documentation
+               texts, about 465,000 characters), present on every CPython, Colab's included;
+``stdlib``     source code: every third Python file (in sorted order) at the top of the running
+               interpreter's standard library, so it changes a little with the Python version;
+``narrative``  literary prose: the ``literature`` quotations of Debian's ``fortunes-min`` package
+               (``make corpora``, or ``apt-get install fortunes-min``; Colab's Ubuntu has it too).
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -46,6 +50,51 @@ def default_texts() -> list[str]:
     from pydoc_data.topics import topics
 
     return [topics[k] for k in sorted(topics)]
+
+
+CORPORA = ("pydoc", "stdlib", "narrative")
+FORTUNES = "/usr/share/games/fortunes/literature"
+
+
+def check_corpus(name) -> str:
+    """``name`` if it is one of :data:`CORPORA`, else an error listing them.
+
+    >>> check_corpus("stdlib")
+    'stdlib'
+    >>> check_corpus("bible")
+    Traceback (most recent call last):
+    ...
+    ValueError: corpus must be one of ('pydoc', 'stdlib', 'narrative'), got 'bible'
+    """
+    if name not in CORPORA:
+        raise ValueError(f"corpus must be one of {CORPORA}, got {name!r}")
+    return name
+
+
+def corpus(name: str = "pydoc") -> list[str]:
+    """The texts of corpus ``name`` (one of :data:`CORPORA`), in a fixed order.
+
+    >>> texts = corpus("stdlib")
+    >>> len(texts) > 40 and all(t.strip() for t in texts)
+    True
+    """
+    import sysconfig
+    from pathlib import Path
+
+    if check_corpus(name) == "pydoc":
+        return default_texts()
+    if name == "stdlib":
+        root = Path(sysconfig.get_paths()["stdlib"])
+        files = sorted(f for f in root.glob("*.py") if f.is_file())[::3]     # every third file: about 1.5 MB
+        texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
+        return [t for t in texts if t.strip()]
+    path = Path(FORTUNES)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus 'narrative' reads {FORTUNES} from Debian's fortunes-min package, which is "
+                                "not installed: run `make corpora` (or `sudo apt-get install fortunes-min`), or "
+                                "choose corpus='pydoc' or 'stdlib'")
+    quotes = [q.strip() for q in path.read_text(encoding="utf-8", errors="replace").split("\n%\n")]
+    return [q for q in quotes if q]
 
 
 def _check_tokenizer(tokenizer) -> None:

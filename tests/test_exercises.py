@@ -206,8 +206,8 @@ def test_checker_passes_on_numpy_and_torch_answers(capsys):
 
 
 def test_slope_reference_is_the_scorecards_bootstrap():
-    """The indices handed to the reader replay scorecard.scale_slope's own draws."""
-    from connlap_lite.scorecard import scale_slope
+    """The indices handed to the reader replay report.scale_slope's own draws."""
+    from connlap_lite.report import scale_slope
 
     rng = np.random.default_rng(0)
     params, values = 10 ** np.array([7.5, 8.1, 8.9]), rng.uniform(size=(3, 6))

@@ -309,11 +309,11 @@ def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_
 
 
 def test_offline_names_keep_their_cache_key():
-    from connlap_lite.analysis import _folder_identity, _key
+    from connlap_lite.analysis import SCHEMA, _folder_identity, _key
     assert _folder_identity("smollm2-135m") is None
     args = dict(n_passages=16, n_tokens=128, seed=0, random_seeds=[0, 1], shuffle=True, random_init=False,
-                q4=False, texts=None)
-    blob = json.dumps({"name": "smollm2-135m", "schema": "2026-11-30.2", **args}, sort_keys=True).encode()
+                q4=False, texts=None, corpus="pydoc")
+    blob = json.dumps({"name": "smollm2-135m", "schema": SCHEMA, **args}, sort_keys=True).encode()
     assert _key("smollm2-135m", **args) == hashlib.sha256(blob).hexdigest()[:16]
 
 

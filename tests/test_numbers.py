@@ -54,7 +54,7 @@ def test_spearman_still_right_where_defined():
 
 
 def test_two_layer_depth_trend_is_nan():
-    from connlap_lite.analysis import depth_trend
+    from connlap_lite.report import depth_trend
     report = {"conditions": {"trained": {"tv": [[0.1, 0.2]]}}}          # one step: one point
     rho, p = depth_trend(report, "tv")
     assert np.isnan(rho) and np.isnan(p)

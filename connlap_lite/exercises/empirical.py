@@ -88,7 +88,7 @@ def check_data_isometry_defect(fn) -> bool:
 
 # ------------------------------------------------------------------------ Chapter: E3
 def _boot_indices(seed: int, n_boot: int, m: int, k: int) -> np.ndarray:
-    """The resampling indices that ``scorecard.scale_slope(..., seed=seed)`` draws, in its order."""
+    """The resampling indices that ``report.scale_slope(..., seed=seed)`` draws, in its order."""
     rng = np.random.default_rng(seed)
     return np.array([[rng.integers(0, k, k) for _ in range(m)] for _ in range(n_boot)])
 
@@ -98,9 +98,9 @@ def check_slope_interval(fn) -> bool:
 
     ``values`` is ``(m, k)``: ``k`` per-passage values for each of ``m`` models; ``boot_idx`` is
     ``(n_boot, m, k)``: the passages each bootstrap draw takes from each model. The reference is
-    :func:`connlap_lite.scorecard.scale_slope`. Chapter: *E3*, exercise ``e3_scale_graded1``.
+    :func:`connlap_lite.report.scale_slope`. Chapter: *E3*, exercise ``e3_scale_graded1``.
     """
-    from ..scorecard import scale_slope
+    from ..report import scale_slope
 
     rng = _rng(901)
     cases = []
@@ -143,26 +143,26 @@ def check_spearman_rho(fn) -> bool:
 
 # ------------------------------------------------------------------ Chapter: Scorecard
 def check_e1_verdict(fn) -> bool:
-    """Check ``fn(rho, p, late_trained, late_null)``: the E1 rule's verdict, a string.
+    """Check ``fn(rho, p, late_trained, late_null)``: the verdict of E1's first rule (rule 1), a string.
 
     Chapter: *Scorecard*, exercise ``scorecard_graded1``.
     """
-    from ..scorecard import _verdict
+    from ..report import _verdict
 
     numbers = ((-0.9, 0.01, 0.3, 0.6), (-0.9, 0.2, 0.3, 0.6), (0.4, 0.01, 0.7, 0.6), (-0.5, 0.05, 0.3, 0.6),
                (-0.8, 0.001, 0.6, 0.6), (0.0, 0.0, 0.2, 0.9))
     cases = [Case(f"rho={r}, p={p}, late trained {t}, late null {u}", (r, p, t, u)) for r, p, t, u in numbers]
     return grade("check_e1_verdict", fn, cases, lambda rho, p, t, u: _verdict(rho < 0 and p < 0.05, t < u),
                  "(a) the curve falls: rho < 0 and p < 0.05, both strict; (b) the late trained mean is strictly "
-                 "below the null's; 'holds' needs both, 'partly' exactly one, 'does not' neither.")
+                 "below the null's; 'holds' needs both, 'partly' exactly one, 'does not hold' neither.")
 
 
 def check_e2_verdict(fn) -> bool:
-    """Check ``fn(head, gaussian, random_head, data, random_data)``: the E2 rule's verdict, a string.
+    """Check ``fn(head, gaussian, random_head, data, random_data)``: the verdict of E2's first rule, a string.
 
     Chapter: *Scorecard*, exercise ``scorecard_graded2``.
     """
-    from ..scorecard import e2
+    from ..report import e2_rule1
 
     numbers = ((0.2, 0.3, 0.35, 0.1, 0.2), (0.32, 0.3, 0.35, 0.1, 0.2), (0.2, 0.3, 0.25, 0.3, 0.2),
                (0.3, 0.3, 0.35, 0.1, 0.1), (0.2, 0.4, 0.3, 0.15, 0.2), (0.5, 0.3, 0.35, 0.4, 0.2))
@@ -172,7 +172,7 @@ def check_e2_verdict(fn) -> bool:
     def reference(head, gaussian, random_head, data, random_data):
         trained = {"head_defect": [[head]], "head_defect_gaussian": [[gaussian]], "data_defect": [[data]]}
         null = {"head_defect": [[random_head]], "data_defect": [[random_data]]}
-        return e2({"model": "x", "conditions": {"trained": trained, "random0": null}})["verdict"]
+        return e2_rule1({"model": "x", "conditions": {"trained": trained, "random0": null}})["verdict"]
 
     return grade("check_e2_verdict", fn, cases, reference,
                  "(a) the head defect is strictly below BOTH the Gaussian null and the random-init head defect; "

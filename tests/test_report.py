@@ -1,0 +1,119 @@
+"""The rules of connlap_lite.report and the scorecard's robustness, on synthetic reports whose answer is known."""
+import numpy as np
+import pytest
+
+from connlap_lite import report as R
+from connlap_lite import scorecard as S
+
+L, B, H = 9, 12, 4
+
+
+def _curve(start, stop, noise, rng, layers=L, units=B):
+    base = np.linspace(start, stop, layers)[:, None]
+    return (base + noise * rng.standard_normal((layers, units))).tolist()
+
+
+def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=False, data_gap=-0.02, seed=0):
+    """A report whose trained E1 curve falls (or not) and sits ``gap`` below (or above) every null."""
+    rng = np.random.default_rng(seed)
+    null = lambda: {"tv_norm_nosink": _curve(1.3, 1.3, 0.02, rng, L - 1),             # noqa: E731
+                    "head_defect": _curve(0.3, 0.3, 0.01, rng, L, H),
+                    "data_defect": _curve(0.1, 0.1, 0.005, rng)}
+    conditions = {f"random{s}": null() for s in range(5)}
+    conditions["shuffled"] = {"tv_norm_nosink": _curve(1.25, 1.25, 0.02, rng, L - 1)}
+    top = 1.2 + gap
+    conditions["trained"] = {
+        "tv_norm_nosink": _curve(top + (0.5 if falls else 0), top, 0.02, rng, L - 1),
+        "cross_passage_tv_norm_nosink": _curve(1.2, 1.2, 0.02, rng, L - 1),
+        "positional_tv_norm_nosink": _curve(1.22, 1.22, 0.02, rng, L - 1),
+        "head_defect": _curve(0.2, 0.2, 0.01, rng, L, H), "head_defect_gaussian": _curve(0.3, 0.3, 0.01, rng, L, H),
+        "data_defect_nosink": _curve(0.1 + data_gap, 0.1 + data_gap, 0.002, rng),
+        "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
+    return {"model": model, "family": family, "encoder": encoder, "layers": L, "passages": B,
+            "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
+
+
+def test_holm_matches_the_step_down_definition():
+    assert R.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert R.holm([0.5]) == [0.5]
+    assert R.holm([0.001, 0.9]) == pytest.approx([0.002, 0.9])
+
+
+def test_e1_holds_when_the_curve_falls_below_every_null_and_not_otherwise():
+    clear = R.e1(fake())
+    assert clear["verdict"] == "holds" and clear["strongest_null"] == "cross-passage"
+    lo, hi = clear["late_interval"]
+    assert lo <= clear["late_trained"] <= hi and clear["gap_interval"][1] < 0
+    flat = R.e1(fake(falls=False))
+    assert flat["verdict"] == "partly" and not flat["falls"] and flat["below_nulls"]
+    above = R.e1(fake(falls=False, gap=0.3))
+    assert above["verdict"] == "does not hold" and above["gap_to_strongest"] > 0
+
+
+def test_a_null_that_falls_as_fast_as_the_trained_curve_takes_the_trend_away():
+    r = fake()
+    r["conditions"]["random3"]["tv_norm_nosink"] = r["conditions"]["trained"]["tv_norm_nosink"]
+    assert not R.e1(r)["falls"]
+
+
+def test_holm_is_applied_across_the_table():
+    rows = R.e1_table([fake(m, seed=i) for i, m in enumerate("abcd")])
+    for x in rows:
+        assert x["p_trend_holm"] >= x["p_trend"] and x["p_level_holm"] >= x["p_level"]
+        assert x["falls"] == (x["p_trend_holm"] < R.ALPHA)
+
+
+def test_e2_uses_the_nulls_on_the_trained_inputs():
+    assert R.e2(fake())["verdict"] == "holds"
+    worse = R.e2(fake(data_gap=+0.02))
+    assert worse["verdict"] == "partly" and worse["heads_below_nulls"] and not worse["data_below_nulls"]
+    assert set(worse["data_nulls"]) == {"random-init transports", "Gaussian transports"}
+
+
+def test_e3_is_not_testable_across_families_and_reads_the_gap_within_one():
+    two_families = [fake("a", family="x", size=1e8), fake("b", family="y", size=3e8), fake("c", family="x", size=1e9)]
+    out = R.e3(two_families, "tv_norm_nosink")
+    assert out["verdict"] == "not testable" and out["across"] is not None
+    assert [s["from"] for s in out["steps"]] == ["a"] and len(out["across"]["leave_one_out"]) == 3
+    # one family, gap shrinking (more negative) with size: the claim's direction
+    ladder = [fake(f"s{i}", gap=g, size=s, seed=i) for i, (g, s) in enumerate([(-0.1, 1e8), (-0.3, 1e9), (-0.5, 1e10)])]
+    out = R.e3(ladder, "tv_norm_nosink")
+    assert out["verdict"] == "holds" and out["within"]["llama"]["interval"][1] < 0
+    for m in out["models"]:
+        assert m["interval"][0] <= m["gap"] <= m["interval"][1]
+
+
+def test_resample_keeps_trained_and_nulls_paired():
+    r = fake()
+    idx = [3, 3, 0, 11]
+    out = R.resample(r, idx)
+    for cond in ("trained", "random0"):
+        got = out["conditions"][cond]["tv_norm_nosink"][2]
+        assert got == [r["conditions"][cond]["tv_norm_nosink"][2][i] for i in idx]
+    assert out["conditions"]["trained"]["head_defect"] == r["conditions"]["trained"]["head_defect"]  # per head
+
+
+def test_scorecard_rows_robustness_and_corpora():
+    reports = [fake("enc", encoder=True, family="bert"), fake("a", seed=1), fake("b", seed=2, family="q")]
+    rows = S.scorecard(reports, n_boot=200)
+    assert {(r["claim"], r["structure"]) for r in rows} >= {("E1", "decoder"), ("E2", "encoder"), ("E3", "decoder")}
+    assert all(r["verdict"] in R.VERDICTS for r in rows)
+    rates = S.robustness(reports, rows, resamples=3)
+    assert set(rates) == {S._key(r) for r in rows} and all(0 <= v <= 1 for v in rates.values())
+    assert rates["E1", "decoder", "tv_norm_nosink"] == 1.0
+    corpora = S.by_corpus(rows, {"other": [fake("a", falls=False, gap=0.3)]}, n_boot=200)
+    assert corpora["E1", "decoder", "tv_norm_nosink"] == {"other": "does not hold"}
+    assert corpora["E1", "encoder", "tv_norm_nosink"] == {}
+
+
+def test_bad_reports_get_clear_errors():
+    with pytest.raises(TypeError, match="wrap a single report"):
+        R.e1_table(fake())
+    r = fake()
+    del r["conditions"]["trained"]["data_defect_nosink"]
+    with pytest.raises(ValueError, match="refresh=True"):
+        R.e2(r)
+    no_null = fake()
+    no_null["conditions"] = {"trained": no_null["conditions"]["trained"]}
+    with pytest.raises(ValueError, match="no random-init null"):
+        R.e1(no_null)
