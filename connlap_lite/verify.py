@@ -16,7 +16,25 @@ import torch
 from .adapters import adapter_for
 from .extraction import attention_walks
 
-TOL = 1e-4   # float32 walks reproduce the module to about 1e-6; a misread adapter misses by far more
+TOL = 1e-4   # float32 walks reproduce the module to about 1e-7; a misread adapter misses by 1e-1 and more
+
+
+def tolerance(model) -> float:
+    """The default tolerance of :func:`check`: ``1e-4`` for float32 and float64 weights.
+
+    In half precision the module's own output is rounded to its dtype (relative error about
+    ``eps / 2``; measured 2e-3 to 3e-3 in bfloat16, 3e-4 to 4e-4 in float16 on tiny models), so the
+    tolerance there is ``4 * eps`` of that dtype: 3.1e-2 for bfloat16, 3.9e-3 for float16, still
+    well below what a misread adapter misses by.
+
+    >>> import torch
+    >>> tolerance(torch.nn.Linear(2, 2)), tolerance(torch.nn.Linear(2, 2).to(torch.bfloat16))
+    (0.0001, 0.03125)
+    """
+    dtype = next(model.parameters()).dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        return 4 * torch.finfo(dtype).eps
+    return TOL
 
 
 def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
@@ -53,10 +71,11 @@ def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
     return rows
 
 
-def check(model, batch, tol: float = TOL, *, layers=None, progress: bool = False) -> list[dict]:
+def check(model, batch, tol: float | None = None, *, layers=None, progress: bool = False) -> list[dict]:
     """:func:`verify`, raising a ValueError that names every layer whose walk misses by more than ``tol``.
 
-    Returns :func:`verify`'s rows when every layer is within ``tol``.
+    ``tol`` defaults to :func:`tolerance` (``1e-4`` in float32).  Returns :func:`verify`'s rows
+    when every layer is within ``tol``.
 
     >>> import torch
     >>> from transformers import GPT2Config, AutoModelForCausalLM
@@ -69,19 +88,29 @@ def check(model, batch, tol: float = TOL, *, layers=None, progress: bool = False
     ...
     ValueError: tol must be a positive number such as 1e-4, got 0
     """
+    if tol is None:
+        tol = tolerance(model)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
         raise ValueError(f"tol must be a positive number such as 1e-4, got {tol!r}")
     rows = verify(model, batch, layers=layers, progress=progress)
-    bad = [r for r in rows if not r["error"] <= tol]
-    if bad:
-        family = getattr(model.config, "model_type", type(model).__name__)
-        adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
-        misses = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
-                           f"{_short(r['error'])} (> {_short(tol)})" for r in bad)
-        raise ValueError(f"{misses}; the adapter misreads this architecture (connlap_lite/adapters/{adapter}.py: "
-                         "its value/output maps, module output or layers), so no metric of it can be trusted. "
-                         "Fix the adapter, or check the model's weights and precision")
+    message = misses(model, rows, tol)
+    if message:
+        raise ValueError(message)
     return rows
+
+
+def misses(model, rows: list[dict], tol: float) -> str | None:
+    """The message naming every row of :func:`verify` above ``tol``, or None when all are within it."""
+    bad = [r for r in rows if not r["error"] <= tol]
+    if not bad:
+        return None
+    family = getattr(model.config, "model_type", type(model).__name__)
+    adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
+    each = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
+                     f"{_short(r['error'])} (> {_short(tol)})" for r in bad)
+    return (f"{each}; the adapter misreads this architecture (connlap_lite/adapters/{adapter}.py: its "
+            "value/output maps, module output or layers), so no metric of it can be trusted. "
+            "Fix the adapter, or check the model's weights and precision")
 
 
 def _short(x: float) -> str:

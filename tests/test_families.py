@@ -14,7 +14,7 @@ from transformers import (AutoModel, AutoModelForCausalLM, CamembertConfig, GPTN
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports
 from connlap_lite.adapters import FAMILIES, adapter_for, describe, gpt_neox
-from connlap_lite.verify import check, verify
+from connlap_lite.verify import check, tolerance, verify
 
 ENCODER = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, intermediate_size=64, vocab_size=100,
                max_position_embeddings=64)
@@ -235,3 +235,16 @@ def test_unsupported_family_lists_the_new_ones():
         config = type("C", (), {"model_type": "t5"})()
     with pytest.raises(ValueError, match="supported families: .*gpt_neox.*roberta/xlm-roberta/camembert"):
         describe(Other())
+
+
+@pytest.mark.parametrize("dtype, default", [(torch.bfloat16, 2 ** -5), (torch.float16, 2 ** -8)])
+def test_half_precision_has_its_own_default_tolerance(dtype, default, monkeypatch):
+    """Half precision rounds the module's own output: 1e-4 would refuse a right adapter there."""
+    model = tiny("neox-parallel-quarter-rotary").to(dtype)
+    assert tolerance(model) == default
+    rows = check(model, unequal_batch())
+    assert all(1e-4 < r["error"] < default / 4 for r in rows), rows
+    with pytest.raises(ValueError, match=r"layer 0 of gpt_neox: .*\(> 1e-4\)"):
+        check(model, unequal_batch(), 1e-4)
+    monkeypatch.setattr(gpt_neox, "value_output", gpt2_style_reading)      # a misread adapter is still refused
+    assert all(r["error"] > 10 * default for r in verify(model, unequal_batch()))
