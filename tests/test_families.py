@@ -136,11 +136,12 @@ def test_neox_logits_rotate_only_the_rotary_part():
 def test_neox_fused_qkv_is_read_head_by_head():
     model = tiny("neox-parallel-quarter-rotary")
     sd = model.state_dict()
-    W, b = sd["gpt_neox.layers.1.attention.query_key_value.weight"], sd["gpt_neox.layers.1.attention.query_key_value.bias"]
+    qkv = "gpt_neox.layers.1.attention.query_key_value"
+    W, b = sd[f"{qkv}.weight"], sd[f"{qkv}.bias"]
     P, bp = sd["gpt_neox.layers.1.attention.dense.weight"], sd["gpt_neox.layers.1.attention.dense.bias"]
     heads = head_transports(model, 1)
     for h in range(4):                        # head h's rows: query 24h..24h+8, key .. +16, value .. +24
-        Wv, bv = W[24 * h + 16:24 * h + 24], b[24 * h + 16:24 * h + 24]
+        Wv = W[24 * h + 16:24 * h + 24]
         assert rel(heads.dense()[h], P[:, 8 * h:8 * h + 8] @ Wv) < 1e-6
     value_bias = torch.cat([b[24 * h + 16:24 * h + 24] for h in range(4)])
     assert rel(heads.offset, P @ value_bias + bp) < 1e-6
