@@ -1,7 +1,10 @@
-"""Command line: ``python -m connlap_lite analyze MODEL [options]``.
+"""Command line: ``python -m connlap_lite analyze MODEL [options]`` and ``verify MODEL``.
 
-Computes the same metrics as the book's empirical chapters (E1-E3) for any supported
+``analyze`` computes the same metrics as the book's empirical chapters (E1-E3) for any supported
 model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
+``verify`` checks that the adapter reads the model right: per layer, how far the walk rebuilt
+from its attention and head transports misses the attention module's own output (exit status 1
+when a layer misses by more than the tolerance, 1e-4 in float32).
 The options and output paths are checked before the analysis; every failure ends in one
 ``error: ...`` line on stderr and a non-zero exit status (2 for bad options, 1 otherwise).
 """
@@ -45,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", type=Path, help="write the full report here")
     a.add_argument("--figures", type=Path, help="write per-layer figures (PNG) into this folder")
     a.add_argument("--no-cache", action="store_true", help="recompute, and overwrite the cached report")
+    v = sub.add_parser("verify", help="check, layer by layer, that the walk reproduces the attention module's output")
+    v.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
+    v.add_argument("--passages", type=int, default=4, help="number of passages (default 4)")
+    v.add_argument("--tokens", type=int, default=64, help="tokens per passage (default 64)")
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    v.add_argument("--tol", type=float, help="largest relative error allowed (default 1e-4 in float32)")
     return ap
 
 
@@ -92,9 +102,61 @@ def main(argv=None) -> int:
         return 1
 
 
+def _check_device(device: str) -> None:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+        raise _Usage(f"--device must be cpu, cuda, cuda:N or mps, got {device!r}")
+    if device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            raise _Usage(f"--device {device}: CUDA is not available here; use --device cpu")
+        if ":" in device and int(device.split(":")[1]) >= torch.cuda.device_count():
+            raise _Usage(f"--device {device}: only {torch.cuda.device_count()} CUDA devices here")
+
+
+def _verify(args) -> int:
+    """``verify MODEL``: the per-layer table, and exit status 1 when a layer misses."""
+    if args.passages < 1:
+        raise _Usage(f"--passages must be at least 1, got {args.passages}")
+    if args.tokens < 8:
+        raise _Usage(f"--tokens must be at least 8, got {args.tokens}")
+    if args.seed < 0:
+        raise _Usage(f"--seed must be a nonnegative int, got {args.seed}")
+    if args.tol is not None and not args.tol > 0:
+        raise _Usage(f"--tol must be a positive number such as 1e-4, got {args.tol}")
+    _check_device(args.device)
+    from .adapters import describe
+    from .extraction import max_positions
+    from .models import load_model
+    from .text import passages
+    from .verify import _short, misses, tolerance, verify
+
+    model, tok = load_model(args.model, device=args.device)
+    limit = max_positions(model)
+    if limit is not None and args.tokens > limit:
+        raise ValueError(f"--tokens must be at most {limit} for {args.model!r} (its positions), got {args.tokens}")
+    batch = passages(tok, args.passages, args.tokens, seed=args.seed)
+    facts = describe(model)
+    tol = tolerance(model) if args.tol is None else args.tol
+    print(f"{args.model}: {facts['family']}, {'encoder' if facts['encoder'] else 'decoder'}, {facts['layers']} "
+          f"layers, H={facts['heads']}, G={facts['groups']}, d={facts['d']}, head_dim={facts['head_dim']}; "
+          f"{args.passages} passages x {args.tokens} tokens")
+    print(f"{'layer':>5}  {'error':>9}  {'passage':>7}")
+    rows = verify(model, batch, progress=True)
+    for r in rows:
+        flag = "" if r["error"] <= tol else "  MISSES"
+        print(f"{r['layer']:>5}  {r['error']:9.1e}  {r['passage']:>7}{flag}")
+    message = misses(model, rows, tol)
+    if message:
+        raise ValueError(message)
+    print(f"every layer within {_short(tol)}: the walk reproduces each attention module's output")
+    return 0
+
+
 def _main(argv=None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
+    if args.command == "verify":
+        return _verify(args)
     if args.passages < 2:
         _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
     if args.tokens < 8:
@@ -112,14 +174,7 @@ def _main(argv=None) -> int:
             _fail(ap, f"--texts {args.texts}: the file holds no text")
     if args.seed < 0:
         _fail(ap, f"--seed must be a nonnegative int, got {args.seed}")
-    if not re.fullmatch(r"cpu|cuda(:\d+)?|mps", args.device):
-        _fail(ap, f"--device must be cpu, cuda, cuda:N or mps, got {args.device!r}")
-    if args.device.startswith("cuda"):
-        import torch
-        if not torch.cuda.is_available():
-            _fail(ap, f"--device {args.device}: CUDA is not available here; use --device cpu")
-        if ":" in args.device and int(args.device.split(":")[1]) >= torch.cuda.device_count():
-            _fail(ap, f"--device {args.device}: only {torch.cuda.device_count()} CUDA devices here")
+    _check_device(args.device)
     _check_outputs(args, ap)
     from .analysis import analyze
     from .report import depth_trend, layer_curve, random_nulls

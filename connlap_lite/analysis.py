@@ -37,9 +37,10 @@ import torch
 from . import metrics as M
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
-from .adapters import adapter_for
+from .adapters import adapter_for, describe
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
+from .verify import check as verify_check
 from .text import check_corpus, check_texts
 from .text import corpus as corpus_texts
 from .text import passages as make_passages
@@ -353,15 +354,13 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         raise ValueError(f"n_tokens must be at most {limit} for {name!r} (its positions), got {n_tokens}")
     if q4:
         quantise_q4(model)
-    adapter = adapter_for(model)
-    encoder = not adapter.mask(model, 0)["causal"]
     batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=corpus_texts(corpus) if texts is None else texts)
+    # no number from a layer that the adapter misreads: the walk must reproduce every attention module first
+    verify_check(model, {k: v[:2] for k, v in batch.items()})
+    facts = describe(model)
+    encoder = facts["encoder"]
     total, non_embedding = parameter_counts(model)
-    H, G = adapter.shape(model)
-    report = {"schema": SCHEMA, "model": name, "family": model.config.model_type, "encoder": encoder,
-              "layers": len(adapter.layers(model)), "heads": H, "groups": G, "d": model.config.hidden_size,
-              "head_dim": int(head_transports(model, 0).U.shape[-1]),
-              "parameters": total, "non_embedding_parameters": non_embedding,
+    report = {"schema": SCHEMA, "model": name, **facts, "parameters": total, "non_embedding_parameters": non_embedding,
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus, "conditions": {}}
     label = "random" if random_init else "trained"
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None

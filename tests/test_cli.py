@@ -3,6 +3,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,75 @@ def test_no_cache_overwrites_a_damaged_report(tiny_folder, tmp_path):
     path.write_text('{"schema": "truncated')
     r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 12, "--no-cache", cache=cache)
     assert r.returncode == 0 and path.read_text().startswith('{"schema"') and path.read_text().endswith("}")
+
+
+@pytest.fixture(scope="module")
+def neox_folder(tmp_path_factory):
+    return tiny_models.make_gpt_neox_folder(tmp_path_factory.mktemp("cli-neox") / "model")
+
+
+def in_process_error_line(captured) -> str:
+    """``one_error_line`` of what capsys captured from an in-process ``main``."""
+    return one_error_line(types.SimpleNamespace(stderr=captured.err))
+
+
+def verify_rows(stdout: str) -> list[list[str]]:
+    return [line.split() for line in stdout.splitlines() if line.split() and line.split()[0].isdigit()]
+
+
+def test_verify_prints_every_layer_within_the_tolerance(tiny_folder, tmp_path):
+    r, _ = cli("verify", tiny_folder, "--passages", 2, "--tokens", 12, cache=tmp_path / "cache")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "llama, decoder, 2 layers, H=4, G=2, d=32, head_dim=8; 2 passages x 12 tokens" in r.stdout
+    rows = verify_rows(r.stdout)
+    assert [row[0] for row in rows] == ["0", "1"] and all(float(row[1]) < 1e-5 for row in rows)
+    assert "every layer within 1e-4" in r.stdout
+
+
+def test_verify_a_gpt_neox_model_in_process(neox_folder, tmp_path, monkeypatch, capsys):
+    from connlap_lite.__main__ import main
+
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    assert main(["verify", str(neox_folder), "--passages", "2", "--tokens", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "gpt_neox, decoder, 2 layers, H=4, G=4" in out
+    assert all(float(row[1]) < 1e-5 for row in verify_rows(out)) and len(verify_rows(out)) == 2
+
+
+def test_verify_fails_on_a_misread_architecture(neox_folder, tmp_path, monkeypatch, capsys):
+    """NeoX's head-interleaved fused qkv read as GPT-2's (all values in its last third): every layer misses."""
+    from connlap_lite.__main__ import main
+    from connlap_lite.adapters import gpt_neox
+
+    def gpt2_style(model, layer):
+        a = model.gpt_neox.layers[layer].attention
+        return a.query_key_value.weight[64:], a.query_key_value.bias[64:], a.dense.weight, a.dense.bias
+
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(gpt_neox, "value_output", gpt2_style)
+    assert main(["verify", str(neox_folder), "--passages", "2", "--tokens", "16"]) == 1
+    captured = capsys.readouterr()
+    rows = verify_rows(captured.out)
+    assert len(rows) == 2 and all(float(row[1]) > 1e-2 and row[-1] == "MISSES" for row in rows)
+    line = in_process_error_line(captured)
+    assert "layer 0 of gpt_neox: the walk misses the module's output by" in line and "layer 1 of gpt_neox" in line
+    assert "(> 1e-4)" in line and "the adapter misreads this architecture" in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--passages", "0"], "--passages must be at least 1"),
+    (["--tokens", "4"], "--tokens must be at least 8"),
+    (["--tol", "0"], "--tol must be a positive number"),
+    (["--device", "gpu"], "--device must be cpu, cuda"),
+])
+def test_verify_bad_options_give_one_error_line(args, message, tmp_path, monkeypatch, capsys):
+    from connlap_lite.__main__ import main
+
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    assert main(["verify", "smollm2-135m", *args]) == 2
+    assert message in in_process_error_line(capsys.readouterr())
+
+
+def test_verify_refuses_more_tokens_than_positions(tiny_folder, tmp_path):
+    r, _ = cli("verify", tiny_folder, "--passages", 2, "--tokens", 100, cache=tmp_path / "cache")
+    assert r.returncode == 1 and "--tokens must be at most 64" in one_error_line(r)

@@ -70,3 +70,23 @@ def worker_command(folder: Path, ready: Path | None = None) -> list[str]:
 
 def parse(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def make_gpt_neox_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Path:
+    """Save a tiny random GPT-NeoX (Pythia's layout: parallel residual, a quarter of each head rotary) and the
+    offline BERT tokenizer into ``folder``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig
+
+    from connlap_lite.models import _source
+
+    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    torch.manual_seed(seed)
+    config = GPTNeoXConfig(num_hidden_layers=layers, num_attention_heads=4, hidden_size=32, intermediate_size=64,
+                           vocab_size=len(tok), max_position_embeddings=64, rotary_pct=0.25,
+                           use_parallel_residual=True, pad_token_id=tok.pad_token_id)
+    model = AutoModelForCausalLM.from_config(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -8,8 +8,13 @@ An adapter is a small module with these functions (``model`` is the loaded Huggi
 ``pre_norm(model, layer)``       the norm applied to the residual stream before attention, or None;
 ``norm_gain(model, layer)``      that norm's per-coordinate gain (what multiplies the normalised x), or None;
 ``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
-``mask(model, layer)``           ``{"causal": bool, "window": int | None}``.
+``mask(model, layer)``           ``{"causal": bool, "window": int | None}``;
+``logits(model, layer, args, kwargs)``  every query head's scaled query-key scores ``(B, H, n, n)``
+                                 (after rotary positions where the family has them), computed from
+                                 the hooked module's own inputs, before any mask.
 
+Families: GPT-2; BERT; RoBERTa, XLM-RoBERTa, CamemBERT; Llama, Mistral, Qwen2; Gemma 3;
+GPT-NeoX (Pythia).  :func:`describe` gives a model's shape in one dict.
 Adding a family means adding one file here and one line to ``FAMILIES``.
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -17,21 +22,46 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import bert, gemma3, gpt2, llama
+from . import bert, gemma3, gpt2, gpt_neox, llama, roberta
 
 FAMILIES: dict[str, ModuleType] = {
     "gpt2": gpt2,
     "bert": bert,
+    "roberta": roberta, "xlm-roberta": roberta, "camembert": roberta,
     "llama": llama, "mistral": llama, "qwen2": llama,
     "gemma3_text": gemma3, "gemma3": gemma3,
+    "gpt_neox": gpt_neox,
 }
+
+# what adapter_for's error lists: one entry per adapter, its model types joined by "/"
+_FAMILY_NAMES = ("bert", "gemma3", "gpt2", "gpt_neox", "llama/mistral/qwen2", "roberta/xlm-roberta/camembert")
 
 
 def adapter_for(model) -> ModuleType:
     """The adapter module for ``model``'s family; a clear error for an unsupported one."""
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind not in FAMILIES:
-        families = sorted({"gpt2", "bert", "llama/mistral/qwen2", "gemma3"})
         raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "
-                         f"supported families: {', '.join(families)}")
+                         f"supported families: {', '.join(_FAMILY_NAMES)}")
     return FAMILIES[kind]
+
+
+def describe(model) -> dict:
+    """A model's shape as the adapters read it, in one dict.
+
+    Keys: ``family`` (the config's ``model_type``), ``layers``, ``heads`` (``H``, query
+    heads), ``groups`` (``G``, key/value groups), ``d`` (residual width), ``head_dim``
+    (each head's value width) and ``encoder`` (True for bidirectional attention).
+
+    >>> from transformers import GPTNeoXConfig, AutoModelForCausalLM
+    >>> config = GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
+    ...                        intermediate_size=64, vocab_size=100)
+    >>> describe(AutoModelForCausalLM.from_config(config))
+    {'family': 'gpt_neox', 'layers': 2, 'heads': 4, 'groups': 4, 'd': 32, 'head_dim': 8, 'encoder': False}
+    """
+    adapter = adapter_for(model)
+    H, G = adapter.shape(model)
+    W_v, _, W_o, _ = adapter.value_output(model, 0)
+    return {"family": model.config.model_type, "layers": len(adapter.layers(model)), "heads": int(H),
+            "groups": int(G), "d": int(W_o.shape[0]), "head_dim": int(W_v.shape[0] // G),
+            "encoder": not adapter.mask(model, 0)["causal"]}

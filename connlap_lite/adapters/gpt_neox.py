@@ -1,0 +1,89 @@
+"""GPT-NeoX decoders (Pythia): one fused ``query_key_value``, head by head; partial rotary.
+
+The fused projection's ``3 d`` outputs are laid out head by head: head ``h`` owns rows
+``[3 h d_h, 3 (h+1) d_h)``, its query, then its key, then its value (not all queries first,
+as GPT-2's ``c_attn``).  So ``W_V`` is the last third of every head's block, and the output
+map ``dense`` reads the heads' contexts in head order, as usual.  Plain multi-head attention
+(``G = H``), causal.
+
+Pre-norm LayerNorm (``input_layernorm``): its gain is what :func:`norm_gain` returns; its bias
+is added after the gain, so it is part of the section the hook sees (every token's input
+shifted by the same vector), never of the transport.  Rotary positions act on the first
+``rotary_pct`` of each head's query and key only: they change ``A``, never the transport.
+With ``use_parallel_residual`` the MLP reads the same residual stream as the attention (not
+its output); either way the attention module's output is ``dense`` of the heads' contexts,
+before the residual sum, which is what the walk reproduces.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def _base(model):
+    return getattr(model, "gpt_neox", model)
+
+
+def layers(model):
+    return [layer.attention for layer in _base(model).layers]
+
+
+def shape(model):
+    return model.config.num_attention_heads, model.config.num_attention_heads
+
+
+def _head_blocks(weight, H: int):
+    """``(3 d[, d])`` fused rows as ``(H, 3, d_h[, d])``: head, then query/key/value."""
+    return weight.reshape(H, 3, weight.shape[0] // (3 * H), *weight.shape[1:])
+
+
+def value_output(model, layer):
+    a = _base(model).layers[layer].attention
+    H = model.config.num_attention_heads
+    d = a.dense.weight.shape[0]
+    W_v = _head_blocks(a.query_key_value.weight, H)[:, 2].reshape(-1, d)
+    b = a.query_key_value.bias
+    b_v = None if b is None else _head_blocks(b, H)[:, 2].reshape(-1)
+    return W_v, b_v, a.dense.weight, a.dense.bias
+
+
+def pre_norm(model, layer):
+    return _base(model).layers[layer].input_layernorm
+
+
+def module_output(model, layer, out):
+    return out[0]
+
+
+def mask(model, layer):
+    return {"causal": True, "window": None}
+
+
+def norm_gain(model, layer):
+    return _base(model).layers[layer].input_layernorm.weight   # LayerNorm: gain * normalised x + bias
+
+
+def _rotate(x, cos, sin):
+    """Rotary positions on the first ``cos.shape[-1]`` coordinates of each head, the rest unchanged.
+
+    The rotated part is split in two halves ``(x1, x2)``, each pair ``(x1_k, x2_k)`` turned by
+    the angle whose cosine and sine are ``cos[..., k]`` and ``sin[..., k]``.
+    """
+    r = cos.shape[-1]
+    x_rot, x_pass = x[..., :r], x[..., r:]
+    x1, x2 = x_rot[..., : r // 2], x_rot[..., r // 2:]
+    turned = torch.cat((-x2, x1), dim=-1)
+    return torch.cat((x_rot * cos + turned * sin, x_pass), dim=-1)
+
+
+def logits(model, layer, args, kwargs):
+    """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
+    a = _base(model).layers[layer].attention
+    hidden = args[0] if args else kwargs["hidden_states"]
+    B, n, _ = hidden.shape
+    H = model.config.num_attention_heads
+    qkv = a.query_key_value(hidden).reshape(B, n, H, 3, -1)
+    q, k = qkv[:, :, :, 0].transpose(1, 2), qkv[:, :, :, 1].transpose(1, 2)     # (B, H, n, d_h)
+    cos, sin = kwargs["position_embeddings"]
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)                                # (B, 1, n, r)
+    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+    return (q @ k.transpose(-1, -2)) * a.scaling

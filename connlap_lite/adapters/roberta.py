@@ -1,0 +1,58 @@
+"""RoBERTa-style encoders (RoBERTa, XLM-RoBERTa, CamemBERT): BERT's layout under ``roberta``.
+
+Post-norm, bidirectional, padding mask only, separate ``query/key/value`` with biases.  As
+for BERT we hook ``attention.self``, whose output is the per-head context
+``sum_j A_ij v_j``; the module output the walk reproduces is ``attention.output.dense`` of
+it (before dropout, the residual and the post-attention LayerNorm).  RoBERTa's positions
+start after the padding index: they enter the embeddings only, never the attention module.
+A RoBERTa configured as a decoder (``is_decoder``) is causal.
+"""
+from __future__ import annotations
+
+
+def _base(model):
+    return getattr(model, "roberta", model)
+
+
+def _layer(model, layer):
+    return _base(model).encoder.layer[layer]
+
+
+def layers(model):
+    return [layer.attention.self for layer in _base(model).encoder.layer]
+
+
+def shape(model):
+    return model.config.num_attention_heads, model.config.num_attention_heads
+
+
+def value_output(model, layer):
+    att = _layer(model, layer).attention
+    return att.self.value.weight, att.self.value.bias, att.output.dense.weight, att.output.dense.bias
+
+
+def pre_norm(model, layer):
+    return None   # post-norm: the LayerNorm comes after the residual sum
+
+
+def norm_gain(model, layer):
+    return None
+
+
+def module_output(model, layer, out):
+    return _layer(model, layer).attention.output.dense(out[0])
+
+
+def mask(model, layer):
+    return {"causal": bool(getattr(model.config, "is_decoder", False)), "window": None}
+
+
+def logits(model, layer, args, kwargs):
+    """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
+    a = _layer(model, layer).attention.self
+    hidden = args[0] if args else kwargs["hidden_states"]
+    B, n, _ = hidden.shape
+    H = model.config.num_attention_heads
+    q = a.query(hidden).reshape(B, n, H, -1).transpose(1, 2)
+    k = a.key(hidden).reshape(B, n, H, -1).transpose(1, 2)
+    return (q @ k.transpose(-1, -2)) * a.scaling

@@ -1,0 +1,118 @@
+"""Does the adapter read this model right?  The walk against the module's own output, layer by layer.
+
+Every metric of the book reads a layer through its adapter: the attention the model computed,
+and head transports the adapter factors out of the model's weights.  If the adapter misreads
+an architecture (a fused projection split the wrong way, an output map taken from the wrong
+module), the walk rebuilt from them stops reproducing what the attention module computed.
+:func:`verify` measures that per layer; :func:`check` refuses a model whose walk misses, before
+any metric is computed on it.
+
+Chapter: *Reading a real transformer as a connection walk*.
+"""
+from __future__ import annotations
+
+import torch
+
+from .adapters import adapter_for
+from .extraction import attention_walks
+
+TOL = 1e-4   # float32 walks reproduce the module to about 1e-7; a misread adapter misses by 1e-1 and more
+
+
+def tolerance(model) -> float:
+    """The default tolerance of :func:`check`: ``1e-4`` for float32 and float64 weights.
+
+    In half precision the module's own output is rounded to its dtype (relative error about
+    ``eps / 2``; measured 2e-3 to 3e-3 in bfloat16, 3e-4 to 4e-4 in float16 on tiny models), so the
+    tolerance there is ``4 * eps`` of that dtype: 3.1e-2 for bfloat16, 3.9e-3 for float16, still
+    well below what a misread adapter misses by.
+
+    >>> import torch
+    >>> tolerance(torch.nn.Linear(2, 2)), tolerance(torch.nn.Linear(2, 2).to(torch.bfloat16))
+    (0.0001, 0.03125)
+    """
+    dtype = next(model.parameters()).dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        return 4 * torch.finfo(dtype).eps
+    return TOL
+
+
+def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
+    """Per layer, how far the walk rebuilt by the adapter misses the attention module's own output.
+
+    Returns one dict per layer, in the model's order: ``{"layer": l, "error": e, "passage": i}``,
+    where ``e = max_i ||walk_i(X_i) - out_i|| / ||out_i||`` over the batch's passages ``i``
+    (on their real tokens), ``X_i`` the section entering the attention, ``out_i`` the module's
+    output, and ``"passage"`` the passage of the largest error.  ``batch`` and ``layers`` are as
+    for :func:`connlap_lite.attention_walks`.  Half-precision layers are compared in float32.
+
+    >>> import torch
+    >>> from transformers import GPT2Config, AutoModelForCausalLM
+    >>> _ = torch.manual_seed(0)
+    >>> config = GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=100, n_positions=64)
+    >>> model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    >>> rows = verify(model, torch.randint(0, 100, (2, 10)))
+    >>> [r["layer"] for r in rows], all(r["error"] < 1e-5 for r in rows)
+    ([0, 1], True)
+    """
+    rows = []
+    for lw in attention_walks(model, batch, layers=layers, progress=progress):
+        worst, where = 0.0, 0
+        for i in range(lw.tokens.shape[0]):
+            X = lw.section(i)
+            dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
+            reference = lw.reference(i).to(dtype)
+            miss = lw.walk(i, dtype)(X.to(dtype)) - reference
+            scale = float(torch.linalg.norm(reference))
+            error = float(torch.linalg.norm(miss)) / scale if scale > 0 else float(torch.linalg.norm(miss))
+            if not error <= worst:               # a NaN error is kept: it is the worst
+                worst, where = error, i
+        rows.append({"layer": lw.layer, "error": worst, "passage": where})
+    return rows
+
+
+def check(model, batch, tol: float | None = None, *, layers=None, progress: bool = False) -> list[dict]:
+    """:func:`verify`, raising a ValueError that names every layer whose walk misses by more than ``tol``.
+
+    ``tol`` defaults to :func:`tolerance` (``1e-4`` in float32).  Returns :func:`verify`'s rows
+    when every layer is within ``tol``.
+
+    >>> import torch
+    >>> from transformers import GPT2Config, AutoModelForCausalLM
+    >>> config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=32)
+    >>> model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    >>> len(check(model, torch.randint(0, 50, (2, 6))))
+    1
+    >>> check(model, torch.randint(0, 50, (2, 6)), tol=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: tol must be a positive number such as 1e-4, got 0
+    """
+    if tol is None:
+        tol = tolerance(model)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
+        raise ValueError(f"tol must be a positive number such as 1e-4, got {tol!r}")
+    rows = verify(model, batch, layers=layers, progress=progress)
+    message = misses(model, rows, tol)
+    if message:
+        raise ValueError(message)
+    return rows
+
+
+def misses(model, rows: list[dict], tol: float) -> str | None:
+    """The message naming every row of :func:`verify` above ``tol``, or None when all are within it."""
+    bad = [r for r in rows if not r["error"] <= tol]
+    if not bad:
+        return None
+    family = getattr(model.config, "model_type", type(model).__name__)
+    adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
+    each = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
+                     f"{_short(r['error'])} (> {_short(tol)})" for r in bad)
+    return (f"{each}; the adapter misreads this architecture (connlap_lite/adapters/{adapter}.py: its "
+            "value/output maps, module output or layers), so no metric of it can be trusted. "
+            "Fix the adapter, or check the model's weights and precision")
+
+
+def _short(x: float) -> str:
+    """``2.1e-2`` rather than ``2.1e-02``."""
+    return f"{x:.1e}".replace("e-0", "e-").replace("e+0", "e+").replace(".0e", "e")
