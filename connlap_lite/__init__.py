@@ -14,7 +14,8 @@ module             idea
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``scorecard``      the verdict rules of E1-E3 and the chapters' verdict boxes
-``known``          five published results about attention, reproduced (the chapter of that name)
+``known``          five published results about attention, reproduced (the chapter of that name);
+                   a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
 ``plots``          per-layer curves against the nulls
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
