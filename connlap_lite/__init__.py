@@ -16,7 +16,8 @@ module             idea
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``report``         reading reports: curves, trends against nulls, the rules and verdicts of E1-E3
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
-``known``          five published results about attention, reproduced (the chapter of that name)
+``known``          five published results about attention, reproduced (the chapter of that name);
+                   a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
 ``plots``          per-layer curves against the nulls
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices

