@@ -247,13 +247,17 @@ def e1(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int =
 
 
 # ----------------------------------------------------------------------- E2
-def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """The numbers behind E2 on one model, before the table's multiplicity correction."""
+def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> dict:
+    """The numbers behind E2 on one model, before the table's multiplicity correction.
+
+    ``heads_metric="head_defect_gain"`` is the ablation with the pre-attention norm's gain folded into the
+    trained heads (the nulls' gains are one, so their defects are unchanged).
+    """
     seeds = random_nulls(report)
     if not seeds:
         raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
     flat = lambda m, c: _matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
-    heads = flat("head_defect", "trained")
+    heads = flat(heads_metric, "trained")
     head_nulls = {"Gaussian heads": flat("head_defect_gaussian", "trained"),
                   **{s: flat("head_defect", s) for s in seeds}}
     idx = _draws(len(heads), n_boot, seed)
@@ -275,9 +279,9 @@ def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
             "p_heads": p_heads, "p_data": p_data}
 
 
-def e2_table(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+def e2_table(reports: list[dict], *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
     """E2 on every model of ``reports``: evidence, Holm-corrected p-values and each model's verdict."""
-    rows = [e2_evidence(r, n_boot=n_boot, seed=seed) for r in _reports(reports)]
+    rows = [e2_evidence(r, n_boot=n_boot, seed=seed, heads_metric=heads_metric) for r in _reports(reports)]
     adjusted = holm([p for r in rows for p in (r["p_heads"], r["p_data"])])
     for i, r in enumerate(rows):
         r["p_heads_holm"], r["p_data_holm"] = adjusted[2 * i], adjusted[2 * i + 1]
@@ -414,6 +418,17 @@ def resample(report: dict, idx) -> dict:
         out["conditions"][cond] = {m: ([[v[i] for i in idx] for v in per_layer] if m in PASSAGE_METRICS else per_layer)
                                    for m, per_layer in values.items()}
     return out
+
+
+def substitute(report: dict, trained: dict) -> dict:
+    """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
+    e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s."""
+    keys = ("model", "passages", "tokens", "seed")
+    differ = [k for k in keys if report.get(k) != trained.get(k)]
+    if differ or "trained" not in trained.get("conditions", {}):
+        raise ValueError(f"trained must be a report on the same model and passages as report, with a 'trained' "
+                         f"condition; they differ in {differ or ['conditions']}")
+    return {**report, "conditions": {**report["conditions"], "trained": trained["conditions"]["trained"]}}
 
 
 def _reports(reports, name: str = "reports", need=("model",)) -> list[dict]:
