@@ -26,7 +26,7 @@ from typing import Iterator
 
 import torch
 
-from ._backend import check_float_dtype
+from ._backend import _all_finite, check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import walk_from_heads
@@ -136,7 +136,10 @@ class LayerWalks:
     tokens : (B, n) bool, True for real (non-padding) tokens
     mask : ``{"causal": bool, "window": int | None}`` the mask the model used
 
-    ``attention`` may be given as a tensor or as a function of no argument that builds it.
+    ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
+    kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
+    you took to it lives on) so that the forward never runs beside a finished layer's attention; asked
+    for again, it is built again from the module's inputs, which are kept (small).
     """
 
     def __init__(self, layer: int, attention, transports: HeadTransports, inputs: torch.Tensor,
@@ -154,8 +157,12 @@ class LayerWalks:
     def attention(self) -> torch.Tensor:
         if self._attention is None:
             self._attention = self._build()
-            self._build = None                          # drop the module's inputs it kept
         return self._attention
+
+    def _release(self) -> None:
+        """Drop the built attention if it can be built again (nothing is lost; memory is freed)."""
+        if self._build is not None:
+            self._attention = None
 
     def __repr__(self) -> str:
         B, n = self.tokens.shape
@@ -173,7 +180,11 @@ class LayerWalks:
         keep = self.tokens[i]
         dtype = dtype or (torch.float32 if self.attention.dtype in (torch.float16, torch.bfloat16)
                           else self.attention.dtype)
-        A = self.attention[i] if bool(keep.all()) else self.attention[i][:, keep][:, :, keep]
+        m = int(keep.sum())
+        if bool(keep[:m].all()):                        # right padding (or none): the real tokens come first
+            A = self.attention[i][:, :m, :m]
+        else:
+            A = self.attention[i][:, keep][:, :, keep]
         A = A.to(dtype)
         heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
@@ -264,7 +275,7 @@ def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
         raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; "
                            "attention='eager' needs the model loaded with attn_implementation='eager' "
                            "(connlap_lite.load_model(name, attn_implementation='eager'))")
-    if t.numel() and not bool(torch.isfinite(t).all()):
+    if t.numel() and not _all_finite(t):                # one reduction, no tensor of t's size
         bad = int((~torch.isfinite(t)).sum())
         if t.dtype in (torch.float16, torch.bfloat16) or getattr(model, "dtype", None) in (torch.float16,
                                                                                              torch.bfloat16):
@@ -394,9 +405,12 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                 weights = _rebuild(model, adapter, l, args, kwargs, tokens, mask)
             output = adapter.module_output(model, l, out)
             del out                                     # no reference to the module's own output is kept
-            yield LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
-                             inputs=hidden, output=output, tokens=tokens, mask=mask)
+            current = LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
+                                 inputs=hidden, output=output, tokens=tokens, mask=mask)
             weights = None
+            yield current
+            current._release()                          # the forward runs on: only one layer's attention alive
+            current = None
 
 
 def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):

@@ -7,7 +7,7 @@ import torch
 from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3TextConfig, GPT2Config, LlamaConfig,
                           MistralConfig, Qwen2Config)
 
-from connlap_lite import attention_walks, extraction, load_model
+from connlap_lite import attention_walks, extraction, load_model, walk_from_heads
 
 TOL = 1e-5
 
@@ -93,30 +93,44 @@ def test_half_precision_is_upcast_for_the_softmax(name):
 
 
 def test_only_one_layer_of_attention_is_alive(monkeypatch):
-    """In the usual loop the previous layer's attention is gone before the next one is built."""
+    """In the usual loop no finished layer's attention is alive while the forward runs or the next one is built."""
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(LlamaConfig(num_hidden_layers=4, num_attention_heads=4,
                                                          num_key_value_heads=2, hidden_size=32,
                                                          intermediate_size=64, vocab_size=100),
                                              attn_implementation="sdpa").eval()
-    built = []
-    alive_at_build = []
+    built, at_build, at_forward = [], [], []
     real = extraction.probabilities
 
+    def alive():
+        return sum(r() is not None for r in built)
+
     def counting(logits, allowed):
-        alive_at_build.append(sum(r() is not None for r in built))
+        at_build.append(alive())
         P = real(logits, allowed)
         built.append(weakref.ref(P))
         return P
 
     monkeypatch.setattr(extraction, "probabilities", counting)
-    for lw in attention_walks(model, padded_batch(), progress=False):
-        lw.walk(0)
-    assert alive_at_build == [0, 0, 0, 0]
-    built.clear(), alive_at_build.clear()
-    # a reader who keeps every layer keeps every attention: nothing is dropped behind its back
-    kept = list(attention_walks(model, padded_batch(), progress=False))
-    assert [lw.attention.shape[0] for lw in kept] == [3] * 4 and alive_at_build == [0, 1, 2, 3]
+    handles = [m.register_forward_pre_hook(lambda *_: at_forward.append(alive())) for m in model.model.layers]
+    try:
+        for lw in attention_walks(model, padded_batch(), progress=False):
+            lw.walk(0)                                    # the reader still holds lw while the forward runs on
+    finally:
+        for h in handles:
+            h.remove()
+    assert at_build == [0, 0, 0, 0] and at_forward == [0, 0, 0, 0]
+    # a layer asked for again after the stream moved on is built again, the same
+    stream = attention_walks(model, padded_batch(), progress=False)
+    first = next(stream)
+    A0 = first.attention.clone()
+    second = next(stream)
+    assert first._attention is None and torch.equal(first.attention, A0) and second.layer == 1
+    stream.close()
+    # a reader who keeps the tensors keeps them: nothing is taken from under it
+    built.clear(), at_build.clear()
+    kept = [lw.attention for lw in attention_walks(model, padded_batch(), progress=False)]
+    assert [A.shape[0] for A in kept] == [3] * 4 and at_build == [0, 1, 2, 3]
 
 
 def test_allowed_pairs_follow_the_window_and_padding():
@@ -150,6 +164,9 @@ def test_offline_models_rebuilt_attention_and_walks(offline):
         for i in range(2):
             out, ref = lw.walk(i)(lw.section(i)), lw.reference(i)
             worst_t2 = max(worst_t2, float(torch.linalg.norm(out - ref) / torch.linalg.norm(ref)))
+            # every token, padding included (as the chapter's exercise does): padding queries see real keys here
+            full = walk_from_heads(lw.attention[i], lw.transports, offset=lw.transports.offset)(lw.inputs[i])
+            worst_t2 = max(worst_t2, float(torch.linalg.norm(full - lw.output[i]) / torch.linalg.norm(lw.output[i])))
     assert worst_p <= TOL, (name, worst_p)
     assert worst_t2 < 1e-5, (name, worst_t2)
 
