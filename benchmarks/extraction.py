@@ -191,7 +191,8 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
                "memory": mem,
                "peak_in_layers": {v: m["peak_bytes"] / t["attention_layer_bytes"] for v, m in mem.items()}}
         report["pretrained"].append(row)
-        print(f"{name}: walks {row['ratio']['walks']:.2f}x floor, metrics {row['ratio']['metrics']:.1f}x; "
+        print(f"{name}: walks {row['ratio']['walks']:.2f}x floor (eager walks {row['ratio']['walks_eager']:.2f}x), "
+              f"metrics {row['ratio']['metrics']:.1f}x; "
               f"peak (layers of attention) {', '.join(f'{k} {v:.2f}' for k, v in row['peak_in_layers'].items())}",
               flush=True)
     variants = ["floor", "forward", "walks", "walks_eager"] + (["tl"] if tl["available"] else [])

@@ -129,7 +129,7 @@ class LayerWalks:
     ----------
     layer : int
     attention : (B, H, n, n) the heads' attention probabilities; rebuilt from the layer's query-key
-        scores on first access (then kept), or as an eager-attention model returned them
+        scores on first access (see below), or as an eager-attention model returned them
     transports : HeadTransports, the layer's head transports (with ``.offset``)
     inputs : (B, n, d) hidden states entering the attention (after any pre-norm)
     output : (B, n, d) the attention module's own output (what the walk reproduces)
