@@ -376,7 +376,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
     for l in chosen:
         if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(modules):
             raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l!r}")
-    implementation = getattr(model.config, "_attn_implementation", None) or "eager"
+    implementation = getattr(model.config, "_attn_implementation", None)
     if attention == "auto":
         attention = "eager" if implementation == "eager" else "logits"
     if attention == "eager" and implementation != "eager":

@@ -177,3 +177,16 @@ def test_load_model_attention_option(offline):
     with pytest.raises(ValueError, match="attn_implementation must be"):
         load_model("minilm-l6", attn_implementation=None)
 
+
+
+def test_non_finite_rebuilt_attention_is_caught_at_its_layer():
+    _, model = pair("llama-gqa")
+    with torch.no_grad():
+        model.model.layers[1].self_attn.q_proj.weight[0, 0] = float("nan")
+    layers = attention_walks(model, padded_batch(), progress=False)
+    assert bool(torch.isfinite(next(layers).attention).all())
+    second = next(layers)
+    with pytest.raises(ValueError, match=r"layer 1 of LlamaForCausalLM: its attention hold \d+ NaN or inf entries in "
+                                         r"torch.float32; its weights"):
+        second.attention
+    layers.close()
