@@ -3,18 +3,21 @@
     python benchmarks/extraction.py            # the committed numbers (about 5 minutes on 2 cores)
     python benchmarks/extraction.py --quick    # tiny random models, seconds (the tests run this)
 
-Variants, each on the same model and batch:
+Variants, each on the same model and batch (the model is loaded as the chapters load it, with
+PyTorch's fused SDPA attention, and switched to eager attention where a variant needs it):
 
-``floor``    ``model(**batch, output_attentions=True)``: one eager forward that returns every
-             layer's attention (the cheapest way Hugging Face gives them);
-``forward``  the same forward without returning attention (the model's own memory floor);
-``walks``    :func:`connlap_lite.attention_walks` over all layers (one forward, paused at each
-             attention module), building ``lw.walk(i)`` (T2) for every passage: what a reader of the
-             book does to get the walks;
-``metrics``  :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
-             empirical chapters compute (dense eigen-solves of each passage's walk included);
-``tl``       TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model
-             (only where ``transformer_lens`` imports; see ``--tl-python``).
+``floor``        ``model(**batch, output_attentions=True)`` under eager attention: one forward that
+                 returns every layer's attention (the cheapest way Hugging Face gives them);
+``forward``      the SDPA forward without returning attention (the model's own memory floor);
+``walks``        :func:`connlap_lite.attention_walks` over all layers (one SDPA forward, paused at each
+                 attention module, each layer's attention rebuilt from its query-key scores), building
+                 ``lw.walk(i)`` (T2) for every passage: what a reader of the book does to get the walks;
+``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
+                 module returns it (the reference the rebuilt one is tested against);
+``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
+                 empirical chapters compute (dense eigen-solves of each passage's walk included);
+``tl``           TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model,
+                 under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``).
 
 Times: interleaved rounds in one process, the median of the per-round ratios to ``floor``.
 Memory: a fresh subprocess per variant, the peak resident set above the resident set after
@@ -54,7 +57,7 @@ def _gpt2(spec: dict):
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=spec["n_layer"], n_embd=spec["n_embd"], n_head=spec["n_head"], vocab_size=1000,
                      n_positions=max(1024, spec["n"]), bos_token_id=0, eos_token_id=0)
-    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa").eval()
 
 
 def _setup(spec: dict):
@@ -97,23 +100,30 @@ def _variants(names, model, batch, encoder, bridge=None):
     opts = _forward_options(model)
     B = batch["input_ids"].shape[0]
 
-    def walks():
-        for lw in attention_walks(model, batch, progress=False):
+    def walks(attention="logits"):
+        for lw in attention_walks(model, batch, progress=False, attention=attention):
             for i in range(B):
                 lw.walk(i)
 
-    table = {"floor": lambda: model(**batch, output_attentions=True, **opts),
-             "forward": lambda: model(**batch, **opts),
-             "walks": walks,
-             "metrics": lambda: measure(model, batch, encoder=encoder)}
+    table = {"floor": (EAGER, lambda: model(**batch, output_attentions=True, **opts)),
+             "forward": (SDPA, lambda: model(**batch, **opts)),
+             "walks": (SDPA, walks),
+             "walks_eager": (EAGER, lambda: walks("eager")),
+             "metrics": (SDPA, lambda: measure(model, batch, encoder=encoder))}
     if "tl" in names:
-        table["tl"] = lambda: bridge.run_with_cache(batch["input_ids"])
-    return {k: (lambda f=table[k]: _nograd(f)) for k in names}
+        table["tl"] = (EAGER, lambda: bridge.run_with_cache(batch["input_ids"]))
+    return {k: (lambda impl=table[k][0], f=table[k][1]: _run(model, impl, f)) for k in names}
 
 
-def _nograd(f):
+EAGER, SDPA = "eager", "sdpa"
+
+
+def _run(model, implementation: str, f):
+    """``f()`` without gradients, the model running ``implementation`` attention (switching costs ~0.5 ms)."""
     import torch
 
+    if model.config._attn_implementation != implementation:
+        model.set_attn_implementation(implementation)
     with torch.no_grad():
         return f()
 
@@ -126,7 +136,7 @@ def worker(job: dict) -> dict:
     """
     C.set_threads()
     model, batch, encoder, facts = _setup(job["model"])
-    bridge = _tl_bridge(model) if "tl" in job["variants"] else None
+    bridge = _run(model, EAGER, lambda: _tl_bridge(model)) if "tl" in job["variants"] else None
     fns = _variants(job["variants"], model, batch, encoder, bridge)
     if job["kind"] == "memory":
         (name,) = job["variants"]
@@ -166,24 +176,26 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     goals = []
     for name, B, n, rounds, mrounds in cfg["pretrained"]:
         spec = {"name": name, "B": B, "n": n}
-        t = _job({"kind": "time", "model": spec, "rounds": rounds, "variants": ["floor", "forward", "walks"]},
-                 None, quick)
+        t = _job({"kind": "time", "model": spec, "rounds": rounds,
+                  "variants": ["floor", "forward", "walks", "walks_eager"]}, None, quick)
         tm = _job({"kind": "time", "model": spec, "rounds": mrounds, "variants": ["floor", "metrics"]}, None, quick)
         mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, None, quick)
-               for v in ("floor", "forward", "walks", "metrics")}
+               for v in ("floor", "forward", "walks", "walks_eager", "metrics")}
         row = {"model": name, "B": B, "n": n, **{k: t[k] for k in ("layers", "heads", "d", "weight_bytes",
                                                                    "attention_layer_bytes")},
                "seconds": t["seconds"], "seconds_metrics_rounds": tm["seconds"],
                "ratio": {"forward": C.ratio(t["seconds"], "forward", "floor"),
                          "walks": C.ratio(t["seconds"], "walks", "floor"),
+                         "walks_eager": C.ratio(t["seconds"], "walks_eager", "floor"),
                          "metrics": C.ratio(tm["seconds"], "metrics", "floor")},
                "memory": mem,
                "peak_in_layers": {v: m["peak_bytes"] / t["attention_layer_bytes"] for v, m in mem.items()}}
         report["pretrained"].append(row)
-        print(f"{name}: walks {row['ratio']['walks']:.2f}x floor, metrics {row['ratio']['metrics']:.1f}x; "
+        print(f"{name}: walks {row['ratio']['walks']:.2f}x floor (eager walks {row['ratio']['walks_eager']:.2f}x), "
+              f"metrics {row['ratio']['metrics']:.1f}x; "
               f"peak (layers of attention) {', '.join(f'{k} {v:.2f}' for k, v in row['peak_in_layers'].items())}",
               flush=True)
-    variants = ["floor", "forward", "walks"] + (["tl"] if tl["available"] else [])
+    variants = ["floor", "forward", "walks", "walks_eager"] + (["tl"] if tl["available"] else [])
     python = tl["python"] if tl["available"] else sys.executable
     for L in cfg["layers"]:
         spec = {"n_layer": L, **cfg["width"], "B": cfg["B"], "n": cfg["n"]}
@@ -208,9 +220,11 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
     goals.append(C.goal(f"extraction: peak memory above weights, worst of {cfg['layers']} layers",
                         worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
-                        reason="eager attention itself holds scores, masked scores and softmax of one layer at "
-                               "once; the plain forward without attention output peaks at "
-                               f"{worst['peak_in_layers']['forward']:.2f} layers here"))
+                        reason="one layer's attention (B*H*n*n*4 bytes) plus one passage's walk, whose gates are "
+                               "another (H, n, n) (half a layer at B = 2), coexist while the walk is built; the "
+                               "SDPA forward alone peaks at "
+                               f"{worst['peak_in_layers']['forward']:.2f} layers and the eager walks at "
+                               f"{worst['peak_in_layers']['walks_eager']:.2f}"))
     first, last = report["layers"][0], report["layers"][-1]
     report["growth"] = {v: last["memory"][v]["peak_bytes"] / first["memory"][v]["peak_bytes"] for v in variants}
     goals.append(C.goal(f"extraction: peak growth from {first['n_layer']} to {last['n_layer']} layers",

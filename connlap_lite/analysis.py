@@ -74,7 +74,7 @@ def random_like(model, seed: int):
 
     torch.manual_seed(seed)
     auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel
-    null = auto.from_config(model.config, attn_implementation="eager")
+    null = auto.from_config(model.config, attn_implementation=model.config._attn_implementation)
     return null.to(next(model.parameters()).device).eval()
 
 
@@ -154,13 +154,13 @@ def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> d
     return out
 
 
-def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
-    """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage."""
+def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
+    """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the
+    layer's float64 head-mean walks)."""
     out = []
     groups = lw.transports.groups
-    for i in range(min(EDGE_PASSAGES, lw.attention.shape[0])):
-        A = lw.attention[i].double()
-        P = A.mean(0)
+    for i in range(min(EDGE_PASSAGES, walks.shape[0])):
+        P = walks[i]
         mask = torch.ones_like(P, dtype=torch.bool)
         mask.fill_diagonal_(False)
         mask[:, sinks] = False
@@ -168,8 +168,9 @@ def _edge_defects(lw, sinks: list[int]) -> torch.Tensor:
         flat = torch.where(mask, P, torch.zeros_like(P)).flatten()
         top = flat.topk(EDGES).indices
         r, c = top // P.shape[1], top % P.shape[1]
-        gates = A[:, r, c].T / A[:, r, c].sum(0)[:, None]     # (m, H)
-        s = M.gated_singular_values(A.shape[0] * gates, lw.transports, groups)
+        a = lw.attention[i][:, r, c].double()                 # (H, m): each head's weight on the m edges
+        gates = a.T / a.sum(0)[:, None]                       # (m, H)
+        s = M.gated_singular_values(a.shape[0] * gates, lw.transports, groups)
         out.append(M.rank_free_defect(s).mean())
     return torch.stack(out)
 
@@ -206,7 +207,11 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     sinks = M.sink_columns(n, encoder)
     keep = [i for i in range(n) if i not in sinks]
     for lw in attention_walks(model, batch, progress=progress):
-        P = lw.attention.double().mean(1)                          # (B, n, n): the layer's walks
+        A = lw.attention
+        P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
+        for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
+            P += A[:, h]
+        P /= A.shape[1]
         for k, v in _walk_metrics(P, sinks).items():
             res[k].append(v.tolist())
         if previous:
@@ -228,7 +233,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
         res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
-        res["edge_defect"].append(_edge_defects(lw, sinks).tolist())
+        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
         if head_nulls:
             other = None if twin is None else head_transports(twin, lw.layer).to(dtype=heads.U.dtype)
             for k, v in _data_defects(heads, X, keep, other, lw.layer).items():

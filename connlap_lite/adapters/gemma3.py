@@ -3,9 +3,13 @@
 Pre-norm (``input_layernorm``, Gemma's RMSNorm with gain ``1 + w``, often very uneven) and a
 post-attention norm applied to the module's output before the residual sum: the walk
 reproduces ``self_attn``'s output, before that post-norm.  QK-norm and the query scale act
-on scores only: they change ``A``, never the transport.
+on scores only: they change ``A``, never the transport.  The config's ``attn_logit_softcapping``
+is not applied: Hugging Face's Gemma 3 attention never passes it on (Gemma 2's does), so
+:func:`logits` leaves it out too, as the module does.
 """
 from __future__ import annotations
+
+from ._linear import argument, rotary, scores, split_heads
 
 
 def _base(model):
@@ -42,3 +46,12 @@ def mask(model, layer):
 
 def norm_gain(model, layer):
     return 1.0 + _base(model).layers[layer].input_layernorm.weight   # Gemma's RMSNorm scales by 1 + w
+
+
+def logits(model, layer, args, kwargs):
+    a = _base(model).layers[layer].self_attn
+    x = argument(args, kwargs, 0, "hidden_states")
+    cos, sin = argument(args, kwargs, 1, "position_embeddings")
+    q = rotary(a.q_norm(split_heads(a.q_proj(x), a.head_dim)), cos, sin)       # QK-norm, then rotary
+    k = rotary(a.k_norm(split_heads(a.k_proj(x), a.head_dim)), cos, sin)
+    return scores(q, k, a.scaling)

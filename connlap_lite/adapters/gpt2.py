@@ -4,6 +4,8 @@ Pre-norm (``ln_1``), causal, plain multi-head attention (``G = H``).
 """
 from __future__ import annotations
 
+from ._linear import argument, scores, split_heads
+
 
 def _base(model):
     return getattr(model, "transformer", model)
@@ -39,3 +41,10 @@ def mask(model, layer):
 
 def norm_gain(model, layer):
     return _base(model).h[layer].ln_1.weight
+
+
+def logits(model, layer, args, kwargs):
+    attn = _base(model).h[layer].attn
+    x = argument(args, kwargs, 0, "hidden_states")
+    q, k, _ = attn.c_attn(x).split(attn.split_size, dim=2)
+    return scores(split_heads(q, attn.head_dim), split_heads(k, attn.head_dim), attn.scaling)

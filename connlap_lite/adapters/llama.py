@@ -6,6 +6,8 @@ applies where the config enables one.
 """
 from __future__ import annotations
 
+from ._linear import argument, rotary, scores, split_heads
+
 
 def layers(model):
     return [layer.self_attn for layer in model.model.layers]
@@ -42,3 +44,12 @@ def mask(model, layer):
 
 def norm_gain(model, layer):
     return model.model.layers[layer].input_layernorm.weight
+
+
+def logits(model, layer, args, kwargs):
+    a = model.model.layers[layer].self_attn
+    x = argument(args, kwargs, 0, "hidden_states")
+    cos, sin = argument(args, kwargs, 1, "position_embeddings")
+    q = rotary(split_heads(a.q_proj(x), a.head_dim), cos, sin)
+    k = rotary(split_heads(a.k_proj(x), a.head_dim), cos, sin)
+    return scores(q, k, a.scaling)
