@@ -242,7 +242,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.1"
+SCHEMA = "2026-12-01.2"
 
 
 def _key(name: str, **kw) -> str:

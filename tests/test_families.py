@@ -249,3 +249,16 @@ def test_half_precision_has_its_own_default_tolerance(dtype, default, monkeypatc
         check(model, unequal_batch(), 1e-4)
     monkeypatch.setattr(gpt_neox, "value_output", gpt2_style_reading)      # a misread adapter is still refused
     assert all(r["error"] > 10 * default for r in verify(model, unequal_batch()))
+
+
+def test_post_norm_gain_is_the_norm_that_feeds_the_attention():
+    """BERT and RoBERTa are post-norm: layer l's attention reads the output of layer l-1's output LayerNorm
+    (the embeddings' LayerNorm for layer 0), so that norm's gain is the one folded into the heads."""
+    from connlap_lite.adapters import bert, roberta
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+    small = dict(hidden_size=32, num_attention_heads=4, num_hidden_layers=3, intermediate_size=64, vocab_size=99)
+    for adapter, model in ((bert, BertModel(BertConfig(**small))), (roberta, RobertaModel(RobertaConfig(**small)))):
+        assert adapter.norm_gain(model, 0) is model.embeddings.LayerNorm.weight
+        for layer in (1, 2):
+            assert adapter.norm_gain(model, layer) is model.encoder.layer[layer - 1].output.LayerNorm.weight

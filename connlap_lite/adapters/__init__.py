@@ -6,7 +6,8 @@ An adapter is a small module with these functions (``model`` is the loaded Huggi
 ``shape(model)``                 ``(H, G)``: query heads and key/value groups;
 ``value_output(model, layer)``   ``(W_v, b_v, W_o, b_o)`` as ``nn.Linear`` weights ``(out, in)``;
 ``pre_norm(model, layer)``       the norm applied to the residual stream before attention, or None;
-``norm_gain(model, layer)``      that norm's per-coordinate gain (what multiplies the normalised x), or None;
+``norm_gain(model, layer)``      the per-coordinate gain of the norm whose output enters the attention
+                                 (the pre-norm; post-norm, the previous layer's output norm), or None;
 ``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
 ``mask(model, layer)``           ``{"causal": bool, "window": int | None}``;
 ``logits(model, layer, args, kwargs)``  the scaled query-key scores ``(B, H, n, n)`` of every query head,

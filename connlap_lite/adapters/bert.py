@@ -39,7 +39,11 @@ def mask(model, layer):
 
 
 def norm_gain(model, layer):
-    return None
+    """The gain of the LayerNorm whose output enters the attention: post-norm, that is the previous layer's
+    output norm (the embeddings' norm before the first layer)."""
+    base = _base(model)
+    norm = base.embeddings.LayerNorm if layer == 0 else base.encoder.layer[layer - 1].output.LayerNorm
+    return norm.weight
 
 
 def logits(model, layer, args, kwargs):
