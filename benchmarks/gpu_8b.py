@@ -39,7 +39,7 @@ def build(shape: dict, device: str, dtype: torch.dtype):
     torch.manual_seed(0)
     config = LlamaConfig(**shape)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=dtype)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=dtype)   # walks rebuilt from Q, K
     return model.eval()
 
 
