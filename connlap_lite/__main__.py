@@ -1,4 +1,4 @@
-"""Command line: ``python -m connlap_lite analyze MODEL [options]`` and ``verify MODEL``.
+"""Command line: ``python -m connlap_lite analyze MODEL [options]``, ``verify MODEL`` and ``scorecard REPORT...``.
 
 ``analyze`` computes the same metrics as the book's empirical chapters (E1-E3) for any supported
 model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     v.add_argument("--tol", type=float, help="largest relative error allowed (default 1e-4 in float32)")
+    c = sub.add_parser("scorecard", help="the verdicts of E1-E3 over reports written by analyze --json")
+    c.add_argument("reports", type=Path, nargs="+", help="JSON reports of trained models (analyze MODEL --json FILE)")
     return ap
 
 
@@ -152,11 +154,42 @@ def _verify(args) -> int:
     return 0
 
 
+def _scorecard(args) -> int:
+    """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.report`."""
+    from .scorecard import scorecard
+
+    reports = []
+    for path in args.reports:
+        if not path.is_file():
+            raise _Usage(f"{path}: no such file; give JSON reports written by `analyze MODEL --json FILE`")
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ValueError(f"{path} cannot be read as JSON ({exc})") from None
+        if not isinstance(report, dict) or "conditions" not in report:
+            raise ValueError(f"{path} is not a report written by `analyze MODEL --json FILE`")
+        reports.append(report)
+    for row in scorecard(reports):
+        if row["claim"] == "E3":
+            what = "; ".join(f"{f}: slope {w['slope']:+.3f} per decade [{w['interval'][0]:+.3f}, {w['interval'][1]:+.3f}]"
+                             for f, w in row["within"].items()) or f"{len({m['family'] for m in row['models']})} families, " \
+                "no family with three sizes"
+            models = [m["model"] for m in row["models"]]
+        else:
+            what = "; ".join(f"{x['model']}: {x['verdict']}" for x in row["per_model"])
+            models = row["models"]
+        print(f"{row['claim']} {row['structure']:<8} {row['metric']:<32} {row['verdict']:<14} "
+              f"({len(models)} models) {what}")
+    return 0
+
+
 def _main(argv=None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "scorecard":
+        return _scorecard(args)
     if args.passages < 2:
         _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
     if args.tokens < 8:

@@ -189,3 +189,25 @@ def test_verify_bad_options_give_one_error_line(args, message, tmp_path, monkeyp
 def test_verify_refuses_more_tokens_than_positions(tiny_folder, tmp_path):
     r, _ = cli("verify", tiny_folder, "--passages", 2, "--tokens", 100, cache=tmp_path / "cache")
     assert r.returncode == 1 and "--tokens must be at most 64" in one_error_line(r)
+
+
+def test_scorecard_over_json_reports(tmp_path, capsys):
+    """`scorecard REPORT...` prints one line per claim and structure from reports written as JSON."""
+    import json
+
+    from connlap_lite.__main__ import main
+    from test_report import fake
+
+    paths = []
+    for name, family, size in (("a", "llama", 1e8), ("b", "llama", 1e9), ("c", "llama", 1e10), ("enc", "bert", 1e8)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(fake(name, family=family, size=size, encoder=name == "enc")))
+        paths.append(str(path))
+    assert main(["scorecard", *paths]) == 0
+    out = capsys.readouterr().out
+    assert "E1 decoder" in out and "E3 decoder" in out and "llama: slope" in out and "E2 encoder" in out
+    assert main(["scorecard", str(tmp_path / "missing.json")]) == 2
+    (tmp_path / "bad.json").write_text("{not json")
+    assert main(["scorecard", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err
+    assert "no such file" in err and "cannot be read as JSON" in err
