@@ -37,7 +37,7 @@ import torch
 from . import metrics as M
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
-from .adapters import adapter_for, describe
+from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
 from .verify import check as verify_check
@@ -184,7 +184,6 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     transports on the data); ``twin`` (a model of the same architecture, e.g. ``random_like``) adds
     ``data_defect_cross``, its transports on this model's inputs.
     """
-    adapter = adapter_for(model)
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
                         "connlap_lite.passages")
@@ -194,7 +193,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         raise ValueError(f"batch has padding tokens (attention_mask 0) in passages {rows[:5]}: measure needs "
                          "passages of equal length without padding, as connlap_lite.passages makes; measure "
                          "unequal texts one at a time")
-    causal = adapter.mask(model, 0)["causal"]
+    causal = not describe(model)["encoder"]
     if bool(encoder) == causal:
         raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
                          f"pass encoder={not causal} (its sink tokens depend on it)")
@@ -223,7 +222,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
                 res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, sinks).tolist())
         previous = (previous + [P])[-max(SEPARATIONS):]
         heads = lw.transports
-        gain = adapter.norm_gain(model, lw.layer)
+        gain = lw.gain
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
         res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
         if head_nulls:

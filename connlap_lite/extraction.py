@@ -135,6 +135,8 @@ class LayerWalks:
     output : (B, n, d) the attention module's own output (what the walk reproduces)
     tokens : (B, n) bool, True for real (non-padding) tokens
     mask : ``{"causal": bool, "window": int | None}`` the mask the model used
+    gain : (d,) the per-coordinate gain of the norm whose output enters the attention, or None
+        (what E2 folds into the heads: ``metrics.fold_gain(transports, gain)``)
 
     ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
     kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
@@ -143,7 +145,7 @@ class LayerWalks:
     """
 
     def __init__(self, layer: int, attention, transports: HeadTransports, inputs: torch.Tensor,
-                 output: torch.Tensor, tokens: torch.Tensor, mask: dict | None = None):
+                 output: torch.Tensor, tokens: torch.Tensor, mask: dict | None = None, gain=None):
         self.layer = layer
         self._attention = attention if isinstance(attention, torch.Tensor) else None
         self._build = None if isinstance(attention, torch.Tensor) else attention
@@ -152,6 +154,7 @@ class LayerWalks:
         self.output = output
         self.tokens = tokens
         self.mask = {} if mask is None else mask
+        self.gain = gain
 
     @property
     def attention(self) -> torch.Tensor:
@@ -406,7 +409,8 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             output = adapter.module_output(model, l, out)
             del out                                     # no reference to the module's own output is kept
             current = LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
-                                 inputs=hidden, output=output, tokens=tokens, mask=mask)
+                                 inputs=hidden, output=output, tokens=tokens, mask=mask,
+                                 gain=adapter.norm_gain(model, l))
             weights = None
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
