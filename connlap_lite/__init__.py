@@ -39,7 +39,7 @@ from .text import default_texts, encode, passages
 from .transports import ConstantTransport, EdgeTransport, HeadTransports, MixtureTransport
 from .walks import ConnectionWalk
 
-__version__ = "0.2.0"   # the one source: pyproject, the book, CITATION.cff (tests/test_release.py)
+__version__ = "0.3.0"   # the one source: pyproject, the book, CITATION.cff (tests/test_release.py)
 
 __all__ = [
     "ConnectionWalk", "ConstantTransport", "MixtureTransport", "EdgeTransport", "HeadTransports",
