@@ -249,8 +249,30 @@ class MixtureTransport(Transport):
     def dtype(self):
         return self.weights.dtype
 
+    @classmethod
+    def _trusted(cls, weights: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+        """Without the checks (a full pass over the ``(H, n, n)`` weights): for weights that this
+        package computed itself (:func:`connlap_lite.mha_walk`'s gates), finite and of the heads' dtype."""
+        if weights.dtype != heads.U.dtype or weights.ndim != 3 or weights.shape[0] != heads.n_heads:
+            return cls(weights, heads)
+        t = cls.__new__(cls)
+        t.weights, t.heads, t.d = weights, heads, heads.d
+        return t
+
     def apply(self, P, F):
-        return self._apply_weighted(P[None] * self.weights, F)
+        """``sum_h (P * weights_h) @ (F V_h^T) U_h^T``, a block of rows at a time: the gated weights
+        ``P * weights`` of one block stay in cache, and no ``(H, n, n)`` array is written."""
+        read = torch.einsum("jd,hrd->hjr", F, self.heads.V)                     # (H, n, r)
+        n = P.shape[0]
+        rows = max(1, self.BLOCK // max(1, self.weights.shape[0] * n))
+        if rows >= n:
+            return torch.einsum("hir,hdr->id", (P[None] * self.weights) @ read, self.heads.U)
+        mixed = torch.empty(read.shape[0], n, read.shape[2], dtype=read.dtype, device=read.device)
+        for i in range(0, n, rows):
+            torch.matmul(P[None, i:i + rows] * self.weights[:, i:i + rows], read, out=mixed[:, i:i + rows])
+        return torch.einsum("hir,hdr->id", mixed, self.heads.U)
+
+    BLOCK = 2 ** 18          # gated weights per block of rows in apply (2 MiB in float64)
 
     def applier(self, P):
         """``P`` times the ``(H, n, n)`` weights is formed once (one more array of that size)."""
