@@ -203,22 +203,17 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     """Singular values of edge transports ``T = sum_h weights[..., h] T_h``, from the factors, in decreasing order.
 
     Heads of one key/value group share ``V_g``, so ``T = sum_g (sum_{h in g} w_h U_h) V_g = U_w V_G``:
-    a ``d x G d_h`` times a ``G d_h x d`` factor.  What depends only on the heads is computed once and
-    cached on ``heads``; per edge there is no ``d x d`` matrix and no QR.  ``weights`` is ``(m, H)``
-    for ``m`` edges; the result ``(m, min(d, G d_h))``.
+    a ``d x G d_h`` times a ``G d_h x d`` factor.  With ``V_G^T = Q_v R_v`` (thin QR),
+    ``s(T)^2`` are the eigenvalues of the small symmetric ``R_v (U_w^T U_w) R_v^T``, and
+    ``U_w^T U_w`` is a weighted sum of the blocks ``U_h^T U_k`` of one Gram matrix of all heads'
+    ``U``.  The Gram and ``R_v`` depend only on the heads and are cached on ``heads``, so each edge
+    costs a few ``G d_h``-sized products and one symmetric eigen-solve (``eigvalsh``), never a
+    ``d x d`` matrix.  ``weights`` is ``(m, H)`` for ``m`` edges; the result ``(m, min(d, G d_h))``.
 
-    * Grouped heads (``G < H``): with ``V_G^T = Q_v R_v`` (thin QR), ``s(T)^2`` are the eigenvalues
-      of the small symmetric ``R_v (U_w^T U_w) R_v^T`` (``eigvalsh``), and ``U_w^T U_w`` is a
-      weighted sum of the blocks ``U_h^T U_k`` of one Gram matrix of all heads' ``U``.  Squaring
-      costs the small singular values their relative accuracy: each ``s_i`` is within about
-      ``eps s_1^2 / s_i`` of an SVD's (``eps = 2.2e-16``), a zero one comes out below about
-      ``sqrt(eps) s_1 = 1.5e-8 s_1``.
-    * One head per group: with ``[U_1 .. U_H] = Q_a R_a`` and ``[V_1; ..; V_H]^T = Q_v R_v``,
-      ``s(T) = s(R_a diag(w) R_v^T)``, one product and an SVD of a ``min(d, H d_h)``-square core,
-      to ``eps s_1``.
-
-    ``tests/test_fast_metrics.py`` checks ``1e-9`` relative against the SVD of the dense ``T`` on
-    random heads with gates, both kinds.
+    Tolerance: squaring costs the small singular values their relative accuracy, each ``s_i`` is
+    within about ``eps s_1^2 / s_i`` of an SVD's (``eps = 2.2e-16``), and a zero singular value comes
+    out as at most about ``sqrt(eps) s_1 = 1.5e-8 s_1``.  ``tests/test_fast_metrics.py`` checks
+    ``1e-9`` relative against the SVD of the dense ``T`` on random heads with gates.
     """
     _heads(heads)
     weights = to_tensor(weights, "weights", ndim=2)
@@ -233,18 +228,6 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     if missing:
         raise ValueError(f"groups must number the groups 0..{G - 1} without gaps; group {missing[0]} has no head")
     H, d, r = heads.U.shape
-    w = weights.to(dt).to(heads.U.device)
-    m = w.shape[0]
-    if G == H:                                       # one head per group: the product of the two R factors
-        key = ("gated-heads", dt)
-        if key not in heads._cache:
-            U, V = heads.U.to(dt), heads.V.to(dt)
-            Ra = torch.linalg.qr(U.permute(1, 0, 2).reshape(d, H * r), mode="r")[1]     # (min(d, H r), H r)
-            Rv = torch.linalg.qr(V.reshape(H * r, d).T, mode="r")[1]
-            heads._cache[key] = (Ra, Rv.T.contiguous())
-        Ra, RvT = heads._cache[key]
-        scaled = Ra[None] * w.repeat_interleave(r, dim=1)[:, None, :]                  # R_a diag(w)
-        return torch.linalg.svdvals(scaled @ RvT)
     key = ("gated", dt, tuple(groups.tolist()))
     if key not in heads._cache:
         U, V = heads.U.to(dt), heads.V.to(dt)
@@ -254,10 +237,13 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
         Vg = torch.cat([V[h] for h in first], 0)                              # (G d_h, d)
         heads._cache[key] = (gram, torch.linalg.qr(Vg.T, mode="r")[1])        # R_v: (min(d, G d_h), G d_h)
     gram, Rv = heads._cache[key]
+    w = weights.to(dt).to(gram.device)
+    m = w.shape[0]
     X = w[:, :, None, None, None] * gram[None] * w[:, None, None, :, None]    # (m, H, r, H, r)
-    idx = groups.to(gram.device)
-    X = torch.zeros(m, G, r, H, r, dtype=dt, device=gram.device).index_add_(1, idx, X)
-    X = torch.zeros(m, G, r, G, r, dtype=dt, device=gram.device).index_add_(3, idx, X)
+    if G < H or not torch.equal(groups.cpu(), torch.arange(H)):
+        idx = groups.to(gram.device)
+        X = torch.zeros(m, G, r, H, r, dtype=dt, device=gram.device).index_add_(1, idx, X)
+        X = torch.zeros(m, G, r, G, r, dtype=dt, device=gram.device).index_add_(3, idx, X)
     X = X.reshape(m, G * r, G * r)                                            # U_w^T U_w
     core = Rv @ X @ Rv.T
     return torch.linalg.eigvalsh(core).clamp_min(0).sqrt().flip(-1)
