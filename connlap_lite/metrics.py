@@ -239,12 +239,12 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     gram, Rv = heads._cache[key]
     w = weights.to(dt).to(gram.device)
     m = w.shape[0]
-    X = w[:, :, None, None, None] * gram[None] * w[:, None, None, :, None]    # (m, H, r, H, r)
-    if G < H or not torch.equal(groups.cpu(), torch.arange(H)):
-        idx = groups.to(gram.device)
-        X = torch.zeros(m, G, r, H, r, dtype=dt, device=gram.device).index_add_(1, idx, X)
-        X = torch.zeros(m, G, r, G, r, dtype=dt, device=gram.device).index_add_(3, idx, X)
-    X = X.reshape(m, G * r, G * r)                                            # U_w^T U_w
+    onehot = torch.zeros(H, G, dtype=dt, device=gram.device)
+    onehot[torch.arange(H, device=gram.device), groups.to(gram.device)] = 1
+    Wg = w[:, :, None] * onehot[None]                                         # (m, H, G): w_h at (h, g(h))
+    # U_w^T U_w: block (g, g') is sum over h in g, k in g' of w_h w_k U_h^T U_k
+    X = torch.einsum("mgakb,mkf->mgafb", torch.einsum("mhg,hakb->mgakb", Wg, gram), Wg)
+    X = X.reshape(m, G * r, G * r)
     core = Rv @ X @ Rv.T
     return torch.linalg.eigvalsh(core).clamp_min(0).sqrt().flip(-1)
 
