@@ -253,10 +253,19 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
         raise ValueError(f"A has {H} heads but heads has {heads.n_heads}; pass one transport per head")
     if bool((A < 0).any()):
         raise ValueError("A must be nonnegative (attention probabilities)")
+    return _gated_walk(A, heads, offset, numpy)
+
+
+def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False) -> ConnectionWalk:
+    """The walk of T2 from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
+    (patterns that the caller computed and no one else holds) and their weights are not checked again."""
+    H = A.shape[0]
     S = A.sum(0)
     # H * gamma^h = A^h * (H / S); where S = 0 every A^h is 0 (A >= 0), so the weight is 0 there too
     scale = H / torch.where(S > 0, S, torch.ones_like(S))
     P = S / H
+    if own:
+        return ConnectionWalk(P, MixtureTransport._trusted(A.mul_(scale), heads), offset=offset, numpy=numpy)
     return ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset, numpy=numpy)
 
 
@@ -306,7 +315,6 @@ def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
 
     Chapter: *Multi-head attention*.
     """
-    numpy = is_numpy(X)
+    numpy = is_numpy(X)                                  # X's kind decides what the walk returns, not A's
     A = attention_patterns(to_tensor(X, "X", ndim=2), _weights(weights), **masks)
-    walk = walk_from_heads(A, weights.transports(), offset=weights.offset())
-    return ConnectionWalk(walk.P, walk.transport, offset=walk.offset, numpy=numpy)   # X's kind decides, not A's
+    return _gated_walk(A, weights.transports(), weights.offset(), numpy, own=True)   # A: softmax's, ours alone

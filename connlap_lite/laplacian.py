@@ -112,15 +112,48 @@ def stochasticity_defect(P):
     return out((P.sum(1) - 1).abs().max(), numpy)
 
 
+def stationary(P: torch.Tensor) -> torch.Tensor:
+    """The stationary distributions of a stack ``(..., n, n)`` of row-stochastic walks, batched.
+
+    The one implementation behind :func:`stationary_distribution` and ``metrics.stationary`` (which
+    check their arguments; this does not).  It solves ``(I - P^T + 1 1^T) pi = 1``: when the walk has
+    a unique stationary distribution (one closed class: an irreducible walk, or a causal one, where
+    the first token absorbs) the matrix is invertible and the solution is that ``pi`` (its
+    ``1^T``-component forces ``sum pi = 1``, and then ``pi P = pi``).  Rounding below zero is
+    clipped and ``pi`` renormalised.  Agrees with the left Perron eigenvector of a dense
+    eigen-solve to rounding (``tests/test_laplacian.py`` checks ``1e-10`` relative on random walks).
+
+    >>> P = torch.tensor([[[0.9, 0.1], [0.5, 0.5]], [[0.5, 0.5], [0.5, 0.5]]], dtype=torch.float64)
+    >>> stationary(P).numpy().round(6)
+    array([[0.833333, 0.166667],
+           [0.5     , 0.5     ]])
+    """
+    n = P.shape[-1]
+    eye = torch.eye(n, dtype=P.dtype, device=P.device)
+    A = eye - P.transpose(-1, -2) + 1.0
+    pi = torch.linalg.solve(A, torch.ones(P.shape[:-1], dtype=P.dtype, device=P.device)).clamp_min(0)
+    return pi / pi.sum(-1, keepdim=True)
+
+
+def reversibility(P: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
+    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` for stacks ``P (..., n, n)`` and ``pi (..., n)``, batched.
+
+    The one implementation behind :func:`reversibility_defect` and ``metrics.reversibility``
+    (which check their arguments; this does not).
+    """
+    F = pi[..., :, None] * P
+    return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
+
+
 def stationary_distribution(P, *, atol: float | None = None):
     """The stationary distribution ``pi`` of a row-stochastic ``P``: ``pi P = pi``, ``sum pi = 1``.
 
-    The left Perron vector, from a dense eigen-solve of ``P^T`` (float64).  For a
-    causal (lower-triangular) walk it is ``e_1``: the first token absorbs (P1).
+    The rows are renormalised in float64 and ``pi`` solved by :func:`stationary` (a linear solve).
+    For a causal (lower-triangular) walk it is ``e_1``: the first token absorbs (P1).
     If the eigenvalue 1 is not simple (a disconnected walk) ``pi`` is not unique and
-    an error says so.  ``atol`` bounds the row sums' distance from 1 (default: ``1e-8`` in
-    float64, a few rounding units of a coarser dtype: a float32 walk normalised in float32 passes);
-    the rows are renormalised in float64 before the solve.
+    an error says so (the eigenvalues of ``P`` within ``max(1e-8, 1e3 atol)`` of 1 are counted,
+    ``1e-5`` by default).  ``atol`` bounds the row sums' distance from 1 (default: ``1e-8`` in
+    float64, a few rounding units of a coarser dtype: a float32 walk normalised in float32 passes).
 
     Examples
     --------
@@ -139,17 +172,15 @@ def stationary_distribution(P, *, atol: float | None = None):
     if dev > atol:
         raise ValueError(f"P must be row-stochastic for a stationary distribution (row sums off by {dev:.3g}, "
                          f"more than atol={atol:.3g}); normalise with P / P.sum(1, keepdims=True)")
-    P64 = P.detach().cpu().double().numpy()
-    vals, vecs = np.linalg.eig((P64 / P64.sum(1, keepdims=True)).T)
+    P64 = P.detach().double()
+    P64 = P64 / P64.sum(1, keepdim=True)
+    # the argument check: a repeated eigenvalue 1 (values only; the solve below gives pi)
+    vals = np.linalg.eigvals(P64.cpu().numpy())
     near = np.abs(vals - 1) < max(1e-8, 1e3 * (1e-8 if given is None else given))
     if near.sum() > 1:
         raise ValueError(f"P has eigenvalue 1 with multiplicity {int(near.sum())}: the walk is not connected "
                          "and its stationary distribution is not unique")
-    v = np.real(vecs[:, np.argmin(np.abs(vals - 1))])
-    v = v / v.sum()
-    v = np.clip(v, 0, None)
-    pi = torch.as_tensor(v / v.sum(), dtype=P.dtype, device=P.device)
-    return out(pi, numpy)
+    return out(stationary(P64).to(P.dtype), numpy)
 
 
 def reversibility_defect(P, pi=None):
@@ -158,7 +189,7 @@ def reversibility_defect(P, pi=None):
     Zero exactly when detailed balance ``pi_i P_ij = pi_j P_ji`` holds.  ``pi``
     defaults to :func:`stationary_distribution`.  Beware: for a causal walk
     ``pi = e_1`` and ``Pi P`` is symmetric, so the defect is 0 although (R) with
-    ``pi > 0`` fails; report ``min(pi)`` beside it (P1).
+    ``pi > 0`` fails; report ``min(pi)`` beside it (P1).  Computed by :func:`reversibility`.
 
     Examples
     --------
@@ -173,8 +204,7 @@ def reversibility_defect(P, pi=None):
     if bool((pi < 0).any()) or not float(pi.sum()) > 0:
         raise ValueError("pi must be a distribution: nonnegative with a positive sum")
     P, pi = harmonise(P, pi.to(P.device))
-    F = pi[:, None] * P
-    return out(torch.linalg.norm(F - F.T) / torch.linalg.norm(F), numpy)
+    return out(reversibility(P, pi), numpy)
 
 
 def _scaled_isometry_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from ._backend import check_float_dtype, check_indices, check_int, harmonise, to_tensor
+from . import laplacian as _laplacian
 from .transports import HeadTransports
 
 
@@ -155,24 +156,26 @@ def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
 
 
 def stationary(P: torch.Tensor) -> torch.Tensor:
-    """Stationary distribution of an irreducible row-stochastic ``P`` (batched).
+    """Stationary distribution of an irreducible row-stochastic ``P`` (batched over leading axes).
 
-    Solves ``(I - P^T + 1 1^T) pi = 1``: for an irreducible chain the matrix is invertible
-    and its solution is the unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.
+    Solves ``(I - P^T + 1 1^T) pi = 1`` in float64 (:func:`connlap_lite.laplacian.stationary`, the one
+    implementation that :func:`connlap_lite.stationary_distribution` uses too): for an irreducible
+    chain the matrix is invertible and its solution is the unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.
+
+    >>> stationary(teleport(uniform_walk(3, causal=True), 0.5)).numpy().round(6)   # pi P = pi, sum pi = 1
+    array([0.533333, 0.266667, 0.2     ])
     """
-    P = _walks(P).double()
-    n = P.shape[-1]
-    eye = torch.eye(n, dtype=P.dtype, device=P.device)
-    A = eye - P.transpose(-1, -2) + 1.0
-    return torch.linalg.solve(A, torch.ones(P.shape[:-1], dtype=P.dtype, device=P.device))
+    return _laplacian.stationary(_walks(P).double())
 
 
 def reversibility(P: torch.Tensor) -> torch.Tensor:
-    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` of an irreducible walk (use :func:`teleport` first)."""
-    P = _walks(P)
-    pi = stationary(P)
-    F = pi[..., :, None] * P.double()
-    return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
+    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` of an irreducible walk (use :func:`teleport` first), batched.
+
+    The same computation as :func:`connlap_lite.reversibility_defect` (one implementation,
+    :func:`connlap_lite.laplacian.reversibility`), in float64, with ``pi`` from :func:`stationary`.
+    """
+    P = _walks(P).double()
+    return _laplacian.reversibility(P, _laplacian.stationary(P))
 
 
 # ------------------------------------------------------------------- E2: transports
@@ -197,11 +200,20 @@ def rank_free_defect(s: torch.Tensor) -> torch.Tensor:
 
 
 def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: torch.Tensor) -> torch.Tensor:
-    """Singular values of edge transports ``T = sum_h weights[..., h] T_h``, from the factors.
+    """Singular values of edge transports ``T = sum_h weights[..., h] T_h``, from the factors, in decreasing order.
 
-    Heads of one key/value group share ``V_g``, so ``T = sum_g (sum_{h in g} w_h U_h) V_g``:
-    a product of a ``d x G d_h`` and a ``G d_h x d`` factor; its singular values come from
-    two thin QRs and a small SVD.  ``weights`` is ``(m, H)`` for ``m`` edges.
+    Heads of one key/value group share ``V_g``, so ``T = sum_g (sum_{h in g} w_h U_h) V_g = U_w V_G``:
+    a ``d x G d_h`` times a ``G d_h x d`` factor.  With ``V_G^T = Q_v R_v`` (thin QR),
+    ``s(T)^2`` are the eigenvalues of the small symmetric ``R_v (U_w^T U_w) R_v^T``, and
+    ``U_w^T U_w`` is a weighted sum of the blocks ``U_h^T U_k`` of one Gram matrix of all heads'
+    ``U``.  The Gram and ``R_v`` depend only on the heads and are cached on ``heads``, so each edge
+    costs a few ``G d_h``-sized products and one symmetric eigen-solve (``eigvalsh``), never a
+    ``d x d`` matrix.  ``weights`` is ``(m, H)`` for ``m`` edges; the result ``(m, min(d, G d_h))``.
+
+    Tolerance: squaring costs the small singular values their relative accuracy, each ``s_i`` is
+    within about ``eps s_1^2 / s_i`` of an SVD's (``eps = 2.2e-16``), and a zero singular value comes
+    out as at most about ``sqrt(eps) s_1 = 1.5e-8 s_1``.  ``tests/test_fast_metrics.py`` checks
+    ``1e-9`` relative against the SVD of the dense ``T`` on random heads with gates.
     """
     _heads(heads)
     weights = to_tensor(weights, "weights", ndim=2)
@@ -211,30 +223,67 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     if groups.shape != (heads.n_heads,) or groups.is_floating_point() or int(groups.min()) < 0:
         raise ValueError(f"groups must hold {heads.n_heads} nonnegative int group indices, got {groups!r}")
     dt = torch.float64
-    U, V = heads.U.to(dt), heads.V.to(dt)
     G = int(groups.max()) + 1
     missing = sorted(set(range(G)) - set(groups.tolist()))
     if missing:
         raise ValueError(f"groups must number the groups 0..{G - 1} without gaps; group {missing[0]} has no head")
-    first = [int(torch.nonzero(groups == g)[0]) for g in range(G)]
-    Vg = torch.cat([V[h] for h in first], 0)                                 # (G d_h, d)
-    scaled = weights.to(dt)[:, :, None, None] * U[None]                      # (m, H, d, d_h)
-    Ug = torch.zeros(scaled.shape[0], G, *U.shape[1:], dtype=dt, device=U.device)
-    Ug = Ug.index_add_(1, groups.to(U.device), scaled).permute(0, 2, 1, 3).flatten(-2)   # (m, d, G d_h)
-    _, Ru = torch.linalg.qr(Ug, mode="r")
-    _, Rv = torch.linalg.qr(Vg.T, mode="r")
-    return torch.linalg.svdvals(Ru @ Rv.T)
+    H, d, r = heads.U.shape
+    key = ("gated", dt, tuple(groups.tolist()))
+    if key not in heads._cache:
+        U, V = heads.U.to(dt), heads.V.to(dt)
+        flat = U.permute(1, 0, 2).reshape(d, H * r)
+        gram = (flat.T @ flat).reshape(H, r, H, r)                            # U_h^T U_k
+        first = [int(torch.nonzero(groups == g)[0]) for g in range(G)]
+        Vg = torch.cat([V[h] for h in first], 0)                              # (G d_h, d)
+        heads._cache[key] = (gram, torch.linalg.qr(Vg.T, mode="r")[1])        # R_v: (min(d, G d_h), G d_h)
+    gram, Rv = heads._cache[key]
+    w = weights.to(dt).to(gram.device)
+    m = w.shape[0]
+    onehot = torch.zeros(H, G, dtype=dt, device=gram.device)
+    onehot[torch.arange(H, device=gram.device), groups.to(gram.device)] = 1
+    Wg = w[:, :, None] * onehot[None]                                         # (m, H, G): w_h at (h, g(h))
+    # U_w^T U_w: block (g, g') is sum over h in g, k in g' of w_h w_k U_h^T U_k
+    X = torch.einsum("mgakb,mkf->mgafb", torch.einsum("mhg,hakb->mgakb", Wg, gram), Wg)
+    X = X.reshape(m, G * r, G * r)
+    core = Rv @ X @ Rv.T
+    return torch.linalg.eigvalsh(core).clamp_min(0).sqrt().flip(-1)
+
+
+def _well_conditioned(heads: HeadTransports, sides: str, limit: float = 1e6) -> bool:
+    """Whether ``heads``' float64 triangular factors (:meth:`HeadTransports.cores`; ``sides`` "u", "v"
+    or "uv") are square and invertible with the product of their condition numbers below ``limit``,
+    so that solving with them loses at most ``limit * eps`` (``2e-10``) relative.  The condition
+    number is bounded above by ``||R||_F ||R^{-1}||_F`` (cheap for a triangular ``R``); cached on ``heads``."""
+    key = ("cond", torch.float64)
+    if key not in heads._cache:
+        conds = []
+        for R in heads.cores(torch.float64):
+            if R.shape[-1] != R.shape[-2] or bool((torch.diagonal(R, dim1=-2, dim2=-1) == 0).any()):
+                conds.append(torch.full(R.shape[:1], float("inf"), dtype=R.dtype, device=R.device))
+                continue
+            eye = torch.eye(R.shape[-1], dtype=R.dtype, device=R.device)
+            inv = torch.linalg.solve_triangular(R, eye, upper=True)
+            conds.append(torch.linalg.norm(R, dim=(-2, -1)) * torch.linalg.norm(inv, dim=(-2, -1)))
+        heads._cache[key] = tuple(conds)
+    cu, cv = heads._cache[key]
+    cond = {"u": cu, "v": cv, "uv": cu * cv}[sides]
+    return bool((cond < limit).all())
 
 
 def fold_gain(heads: HeadTransports, gain: torch.Tensor | None) -> HeadTransports:
-    """Head transports with the pre-attention norm's gain folded in: ``T_h diag(g)``."""
+    """Head transports with the pre-attention norm's gain folded in: ``T_h diag(g)``.
+
+    The write factors ``U_h`` are unchanged, and so are their cached QR factors (carried over)."""
     _heads(heads)
     if gain is None:
         return heads
     gain = to_tensor(gain, "gain", ndim=1)
     if gain.shape[0] != heads.d:
         raise ValueError(f"gain must have shape ({heads.d},), one entry per model dimension, got {tuple(gain.shape)}")
-    return HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :], groups=heads.groups, offset=heads.offset)
+    folded = HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :], groups=heads.groups,
+                            offset=heads.offset)
+    folded._cache.update({k: v for k, v in heads._cache.items() if k[0] == "left"})
+    return folded
 
 
 def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor:
@@ -244,6 +293,13 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     partial isometry gives the same gain to every token: 0.  Measured on the token vectors
     that actually enter the layer, not on all of ``R^d``.  ``X`` is ``(n, d)`` or a batch
     ``(B, n, d)`` of passages; the result is ``(H,)`` or ``(B, H)``.
+
+    Computed from ``y = V_h x`` alone (one product per key/value group): with ``U_h = Q_u R_u`` and
+    ``V_h^T = Q_v R_v`` (:meth:`HeadTransports.cores`), ``|T_h x| = |R_u y|`` and
+    ``|P_h x| = |R_v^{-T} y|``, ``d_h``-sized work per token.  The triangular solve loses at most
+    ``cond(V_h) eps``; where ``cond(V_h) > 1e6`` (or ``d < d_h``) the projection is formed from the
+    thin QR's ``Q_v`` instead.  ``tests/test_fast_metrics.py`` checks ``1e-10`` relative against the
+    dense ``T_h x`` and ``Q_v Q_v^T x``.
     """
     _heads(heads)
     X = to_tensor(X, "X", ndim=(2, 3))
@@ -251,10 +307,18 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
         raise ValueError(f"X must have shape (n, {heads.d}) or (B, n, {heads.d}), rows in the heads' dimension; "
                          f"got {tuple(X.shape)}")
     dt = torch.float64
-    U, V, X = heads.U.to(dt), heads.V.to(dt), X.to(dt)
-    Qv, _ = torch.linalg.qr(V.transpose(1, 2))                 # (H, d, d_h) basis of the read space
-    read = torch.einsum("...nd,hdr->...hnr", X, Qv).norm(dim=-1)     # |P_h x|
-    out = torch.einsum("hdr,...hnr->...hnd", U, torch.einsum("hre,...ne->...hnr", V, X)).norm(dim=-1)
+    U, V, X = heads.U.to(dt), heads.V.to(dt), X.to(dt).to(heads.U.device)
+    Ru, Rv = heads.cores(dt)
+    first, index = heads.distinct_reads()
+    if _well_conditioned(heads, "v"):
+        Y = torch.einsum("...nd,grd->...gnr", X, V[first])                  # V_g x, once per group
+        Z = torch.linalg.solve_triangular(Rv[first].transpose(-1, -2), Y.transpose(-1, -2), upper=False)
+        read = Z.norm(dim=-2)[..., index, :]                                 # |Q_v^T x| = |P_h x|
+        out = torch.einsum("hsr,...hnr->...hns", Ru, Y[..., index, :, :]).norm(dim=-1)   # |R_u V_h x|
+    else:
+        Qv, _ = torch.linalg.qr(V.transpose(1, 2))                           # (H, d, d_h) basis of the read space
+        read = torch.einsum("...nd,hdr->...hnr", X, Qv).norm(dim=-1)
+        out = torch.einsum("hdr,...hnr->...hnd", U, torch.einsum("hre,...ne->...hnr", V, X)).norm(dim=-1)
     # a token with no component in the read space has no gain (0/0): left out, not counted as 0
     seen = read > 0
     gain = torch.where(seen, out / read.clamp_min(1e-300), torch.zeros_like(out))
@@ -267,23 +331,42 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
 
 
 def copy_score(heads: HeadTransports) -> torch.Tensor:
-    """``tr T_h / (sqrt(d_h) ||T_h||_F)``: 1 for ``T = c`` times a projection onto ``d_h`` dims."""
+    """``tr T_h / (sqrt(d_h) ||T_h||_F)``: 1 for ``T = c`` times a projection onto ``d_h`` dims.
+
+    ``||T_h||_F^2`` is the sum of the squared singular values (from the factors, cached on
+    ``heads``), the trace ``sum U_h * V_h^T``: no ``d x d`` matrix (agrees with the dense
+    ``T_h`` to ``1e-12`` relative in ``tests/test_fast_metrics.py``).
+    """
     _heads(heads)
     dt = torch.float64
     U, V = heads.U.to(dt), heads.V.to(dt)
     tr = torch.einsum("hdr,hrd->h", U, V)
-    fro = torch.linalg.norm(U @ V, dim=(-2, -1))
+    fro = heads.singular_values(dt).pow(2).sum(-1).sqrt()
     return tr / (math.sqrt(U.shape[-1]) * fro)
 
 
 def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
     """Per head, ``||Q_U^T Q_V||_F^2 / d_h`` in [0, 1]: how much the write space ``span U_h``
-    overlaps the read space ``span V_h^T`` (1: the head maps its value sub-bundle to itself, P3)."""
+    overlaps the read space ``span V_h^T`` (1: the head maps its value sub-bundle to itself, P3).
+
+    With ``U_h = Q_U R_u`` and ``V_h^T = Q_V R_v``, ``Q_U^T Q_V = R_u^{-T} (U_h^T V_h^T) R_v^{-1}``: a
+    ``d_h x d_h`` product and two triangular solves, losing at most ``cond(U_h) cond(V_h) eps``;
+    above ``1e6`` for that product the ``Q`` are formed by QR instead (``1e-10`` against the QR
+    route in ``tests/test_fast_metrics.py``).
+    """
     _heads(heads)
     dt = torch.float64
-    Qu, _ = torch.linalg.qr(heads.U.to(dt))
-    Qv, _ = torch.linalg.qr(heads.V.to(dt).transpose(1, 2))
-    return (Qu.transpose(1, 2) @ Qv).pow(2).sum((-2, -1)) / heads.U.shape[-1]
+    U, V = heads.U.to(dt), heads.V.to(dt)
+    Ru, Rv = heads.cores(dt)
+    if _well_conditioned(heads, "uv"):
+        C = torch.einsum("hdr,hsd->hrs", U, V)                               # U_h^T V_h^T
+        Z = torch.linalg.solve_triangular(Ru.transpose(1, 2), C, upper=False)
+        Z = torch.linalg.solve_triangular(Rv, Z, upper=True, left=False)
+    else:
+        Qu, _ = torch.linalg.qr(U)
+        Qv, _ = torch.linalg.qr(V.transpose(1, 2))
+        Z = Qu.transpose(1, 2) @ Qv
+    return Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
 
 
 def q4_roundtrip(W: torch.Tensor, block: int = 32) -> torch.Tensor:
@@ -304,7 +387,8 @@ def q4_roundtrip(W: torch.Tensor, block: int = 32) -> torch.Tensor:
 def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
     """The factor-rotation null: ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head.
 
-    Keeps each factor's own spectrum and breaks only their co-adaptation.
+    Keeps each factor's own spectrum and breaks only their co-adaptation.  The QR factors of the
+    result come from ``heads``' own (``U R = Q_u (R_u R)``, a ``d_h x d_h`` QR), cached on it.
     """
     _heads(heads)
     check_int(seed, "seed", low=0)
@@ -312,8 +396,12 @@ def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
     H, d, r = heads.U.shape
     A = torch.randn(H, r, r, generator=g, dtype=torch.float64)
     Q, R = torch.linalg.qr(A)
-    Q = Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]
-    return HeadTransports(heads.U.double() @ Q, heads.V.double())
+    Q = (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]).to(heads.U.device)
+    null = HeadTransports(heads.U.double() @ Q, heads.V.double())
+    Ru, Rv = heads.cores(torch.float64)
+    null._cache[("left", torch.float64)] = torch.linalg.qr(Ru @ Q, mode="r")[1]
+    null._cache[("right", torch.float64)] = Rv
+    return null
 
 
 def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
@@ -326,11 +414,14 @@ def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
 
 
 def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
-    """Per head, the rank-``d_h`` scaled partial isometry defect (D5), from the factors."""
-    from .laplacian import isometry_defect
+    """Per head, the rank-``d_h`` scaled partial isometry defect (D5), from the factors.
 
+    The same number as :func:`connlap_lite.isometry_defect` of the float64 heads; the singular
+    values are cached on ``heads`` (float64), so the other head metrics reuse them.
+    """
     _heads(heads)
-    return isometry_defect(HeadTransports(heads.U.double(), heads.V.double()))
+    s = heads.singular_values(torch.float64)
+    return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
 
 # ------------------------------------------------------------------------ statistics

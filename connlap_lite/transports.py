@@ -68,7 +68,7 @@ class HeadTransports:
         self.offset = None if offset is None else to_tensor(offset, "offset", ndim=1).to(self.U)
         if self.offset is not None:
             check_shape(self.offset, "offset", (d,))
-        self._sv = None
+        self._cache: dict = {}        # derived factors (cores, singular values, Grams) per dtype; U, V never change
 
     @property
     def n_heads(self) -> int:
@@ -109,19 +109,54 @@ class HeadTransports:
         """``sum_h T_h`` as one ``d x d`` matrix."""
         return torch.einsum("hdr,hre->de", self.U, self.V)
 
-    def singular_values(self) -> torch.Tensor:
-        """Singular values of each ``T_h``, shape ``(H, r)``, computed from the factors.
+    def cores(self, dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Triangular factors ``(R_u, R_v)`` of thin QRs ``U_h = Q_u R_u`` and ``V_h^T = Q_v R_v``.
 
-        With ``U = Q_u R_u`` and ``V^T = Q_v R_v`` (thin QR), ``T = Q_u (R_u R_v^T) Q_v^T``,
-        so the singular values are those of the small ``r x r`` core.  Half precision is
-        upcast to float32 first; the result is cached on the instance.
+        Each is ``(H, min(d, r), r)``; ``T_h = Q_u (R_u R_v^T) Q_v^T`` with orthonormal ``Q``, so
+        anything orthogonally invariant about ``T_h`` (singular values, norms, the angles between its
+        read and write spaces) comes from these small factors.  Computed in ``dtype`` (default: the
+        factors' own, half precision upcast to float32) and cached on the instance.  Heads of one group
+        whose ``V_h`` are equal share one QR.
         """
-        if self._sv is None:
-            dt = compute_dtype(self.U)
-            _, Ru = torch.linalg.qr(self.U.to(dt), mode="r")
-            _, Rv = torch.linalg.qr(self.V.to(dt).transpose(1, 2), mode="r")
-            self._sv = torch.linalg.svdvals(Ru @ Rv.transpose(1, 2))
-        return self._sv
+        dt = compute_dtype(self.U) if dtype is None else dtype
+        left, right = self._cache.get(("left", dt)), self._cache.get(("right", dt))
+        if left is None:
+            left = self._cache[("left", dt)] = torch.linalg.qr(self.U.to(dt), mode="r")[1]
+        if right is None:
+            first, index = self.distinct_reads()
+            Rv = torch.linalg.qr(self.V[first].to(dt).transpose(1, 2), mode="r")[1]
+            right = self._cache[("right", dt)] = Rv[index]
+        return left, right
+
+    def distinct_reads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(first, index)``: the heads whose read maps ``V_h`` are distinct and, per head, which of
+        them it reads (``V[first][index]`` equals ``V``).  With ``groups`` (GQA) and equal ``V_h``
+        inside each group, one head per group; otherwise every head."""
+        H = self.n_heads
+        every = torch.arange(H, device=self.U.device)
+        if self.groups is None:
+            return every, every
+        G = int(self.groups.max()) + 1
+        if set(self.groups.tolist()) != set(range(G)):
+            return every, every
+        first = torch.stack([torch.nonzero(self.groups == g)[0, 0] for g in range(G)])
+        if not torch.equal(self.V[first][self.groups], self.V):
+            return every, every
+        return first, self.groups
+
+    def singular_values(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """Singular values of each ``T_h``, shape ``(H, min(d, r))``, computed from the factors.
+
+        With ``U = Q_u R_u`` and ``V^T = Q_v R_v`` (thin QR, :meth:`cores`), ``T = Q_u (R_u R_v^T) Q_v^T``,
+        so the singular values are those of the small ``r x r`` core.  Half precision is
+        upcast to float32 first (or pass ``dtype``); the result is cached on the instance.
+        """
+        dt = compute_dtype(self.U) if dtype is None else dtype
+        key = ("sv", dt)
+        if key not in self._cache:
+            Ru, Rv = self.cores(dt)
+            self._cache[key] = torch.linalg.svdvals(Ru @ Rv.transpose(1, 2))
+        return self._cache[key]
 
 
 class Transport:
@@ -214,8 +249,30 @@ class MixtureTransport(Transport):
     def dtype(self):
         return self.weights.dtype
 
+    @classmethod
+    def _trusted(cls, weights: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+        """Without the checks (a full pass over the ``(H, n, n)`` weights): for weights that this
+        package computed itself (:func:`connlap_lite.mha_walk`'s gates), finite and of the heads' dtype."""
+        if weights.dtype != heads.U.dtype or weights.ndim != 3 or weights.shape[0] != heads.n_heads:
+            return cls(weights, heads)
+        t = cls.__new__(cls)
+        t.weights, t.heads, t.d = weights, heads, heads.d
+        return t
+
     def apply(self, P, F):
-        return self._apply_weighted(P[None] * self.weights, F)
+        """``sum_h (P * weights_h) @ (F V_h^T) U_h^T``, a block of rows at a time: the gated weights
+        ``P * weights`` of one block stay in cache, and no ``(H, n, n)`` array is written."""
+        read = torch.einsum("jd,hrd->hjr", F, self.heads.V)                     # (H, n, r)
+        n = P.shape[0]
+        rows = max(1, self.BLOCK // max(1, self.weights.shape[0] * n))
+        if rows >= n:
+            return torch.einsum("hir,hdr->id", (P[None] * self.weights) @ read, self.heads.U)
+        mixed = torch.empty(read.shape[0], n, read.shape[2], dtype=read.dtype, device=read.device)
+        for i in range(0, n, rows):
+            torch.matmul(P[None, i:i + rows] * self.weights[:, i:i + rows], read, out=mixed[:, i:i + rows])
+        return torch.einsum("hir,hdr->id", mixed, self.heads.U)
+
+    BLOCK = 2 ** 18          # gated weights per block of rows in apply (2 MiB in float64)
 
     def applier(self, P):
         """``P`` times the ``(H, n, n)`` weights is formed once (one more array of that size)."""

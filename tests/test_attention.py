@@ -106,3 +106,16 @@ def test_walk_from_heads_numpy_roundtrip():
     f = rng.standard_normal((4, 3))
     expected = sum(A[h] @ f @ (heads.U[h] @ heads.V[h]).numpy().T for h in range(2))
     assert rel(walk.apply(f), expected) < 1e-12
+
+
+def test_mha_walk_gates_written_over_its_own_patterns_only():
+    """mha_walk writes the gates over the patterns it computed; walk_from_heads leaves the caller's A alone."""
+    w = AttentionWeights.random(d=8, n_heads=4, n_groups=2, seed=5)
+    X = torch.randn(6, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    A = attention_patterns(X, w, causal=True)
+    kept = A.clone()
+    built = walk_from_heads(A, w.transports())
+    assert torch.equal(A, kept)
+    walk = mha_walk(X, w, causal=True)
+    assert rel(walk.transport.weights, built.transport.weights) < 1e-15 and torch.equal(walk.P, built.P)
+    assert rel(walk(X), multi_head_attention(X, w, causal=True)) < 1e-13

@@ -160,3 +160,18 @@ def test_head_transports_carry_groups_and_offset_through_to_and_indexing():
             HeadTransports(U, V, **bad)
     with pytest.raises(IndexError, match="out of range"):
         heads[4]
+
+
+@pytest.mark.parametrize("block", [1, 7, 10 ** 9])
+def test_mixture_apply_by_blocks_of_rows_matches_dense(block, monkeypatch):
+    """The multi-head apply, a block of rows at a time (down to one row), is the dense block matrix's product."""
+    g = torch.Generator().manual_seed(12)
+    H, n, d, r = 3, 9, 5, 2
+    heads = HeadTransports(torch.randn(H, d, r, generator=g, dtype=torch.float64),
+                           torch.randn(H, r, d, generator=g, dtype=torch.float64))
+    P = torch.rand(n, n, generator=g, dtype=torch.float64)
+    walk = ConnectionWalk(P / P.sum(1, keepdim=True), MixtureTransport(torch.rand(H, n, n, generator=g,
+                                                                                    dtype=torch.float64), heads))
+    F = torch.randn(n, d, generator=g, dtype=torch.float64)
+    monkeypatch.setattr(MixtureTransport, "BLOCK", block)
+    assert rel(walk.apply(F).reshape(-1), walk.dense() @ F.reshape(-1)) < 1e-13
