@@ -114,8 +114,9 @@ def parameter_counts(model) -> tuple[int, int]:
     return total, total - sum(p.numel() for p in model.parameters() if id(p) in skip)
 
 
-def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
-    """Per-passage walk metrics of one layer; ``P`` is ``(B, n, n)`` float64."""
+def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None) -> dict:
+    """Per-passage walk metrics of one layer; ``P`` is ``(B, n, n)`` float64.  The symmetrised spectra of
+    ``P`` and of ``P`` without sinks are appended to ``spectra`` if given (the step metrics reuse them)."""
     causal = bool((P.triu(1) == 0).all())
     B, n, _ = P.shape
     Pn = M.without_sinks(P, sinks)
@@ -124,17 +125,26 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int]) -> dict:
            "rev": M.reversibility(M.teleport(P)), "rev_nosink": M.reversibility(M.teleport(Pn))}
     for key, W in (("cross", P), ("cross_nosink", Pn)):
         spec = M.sym_spectrum(W)
+        if spectra is not None:
+            spectra.append(spec)
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
         # each passage's mean distance to the others; with one passage there are no others
         out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
     return out
 
 
-def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool) -> dict:
+def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool, spectra_P: list | None = None,
+                  spectra_Q: list | None = None) -> dict:
+    """Step metrics from layer ``P`` to layer ``Q``; the spectral distances from the spectra ``_walk_metrics``
+    returned for each where given (the same numbers as ``M.spectral_distance``, without solving them again)."""
     Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
+    if spectra_P and spectra_Q:
+        spec, spec_nosink = ((a - b).abs().mean(-1) for a, b in zip(spectra_P, spectra_Q))
+    else:
+        spec, spec_nosink = M.spectral_distance(P, Q), M.spectral_distance(Pn, Qn)
     out = {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
-           "spec": M.spectral_distance(P, Q), "tv_nosink": M.walk_distance(Pn, Qn),
-           "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": M.spectral_distance(Pn, Qn)}
+           "spec": spec, "tv_nosink": M.walk_distance(Pn, Qn),
+           "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": spec_nosink}
     B = P.shape[0]
     if B > 1:
         # the same distance to another passage's next layer, and to the other passages' mean next layer
@@ -202,6 +212,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
                         f"got {type(twin).__name__}; build it with random_like(model, seed)")
     res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + SEP_METRICS + HEAD_METRICS + DATA_METRICS}
     previous: list[torch.Tensor] = []                               # the last max(SEPARATIONS) layers' walks
+    previous_spectra: list = []
     n = batch["input_ids"].shape[1]
     sinks = M.sink_columns(n, encoder)
     keep = [i for i in range(n) if i not in sinks]
@@ -211,11 +222,13 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
             P += A[:, h]
         P /= A.shape[1]
-        for k, v in _walk_metrics(P, sinks).items():
+        spectra: list = []
+        for k, v in _walk_metrics(P, sinks, spectra).items():
             res[k].append(v.tolist())
         if previous:
-            for k, v in _step_metrics(previous[-1], P, sinks, not encoder).items():
+            for k, v in _step_metrics(previous[-1], P, sinks, not encoder, previous_spectra, spectra).items():
                 res[k].append(v.tolist())
+        previous_spectra = spectra
         for k in SEPARATIONS:
             if len(previous) >= k:
                 Pn, Qn = M.without_sinks(previous[-k], sinks), M.without_sinks(P, sinks)
