@@ -311,6 +311,11 @@ def _slope(x, y) -> float:
 def e3(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
     """E3 for one structure's models and one metric: the gap against size, within and across families."""
     reports = _reports(reports, need=("model", "family", "non_embedding_parameters"))
+    bad = [i for i, r in enumerate(reports) if isinstance(r["non_embedding_parameters"], bool) or not
+           isinstance(r["non_embedding_parameters"], (int, float, np.number)) or not r["non_embedding_parameters"] > 0]
+    if bad:
+        raise ValueError(f"reports[{bad[0]}]'s non_embedding_parameters must be positive, got "
+                         f"{reports[bad[0]]['non_embedding_parameters']!r}")
     samples = [gap(r, metric) for r in reports]
     rng = np.random.default_rng(seed)
     boots = np.array([[s[rng.integers(0, len(s), len(s))].mean() for s in samples] for _ in range(n_boot)])

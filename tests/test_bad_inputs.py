@@ -15,6 +15,7 @@ import connlap_lite as C
 from connlap_lite import analysis as A
 from connlap_lite import metrics as M
 from connlap_lite import models
+from connlap_lite import report as RP
 from connlap_lite import scorecard as S
 from connlap_lite import text as T
 from connlap_lite.transports import ConstantTransport, EdgeTransport, MixtureTransport
@@ -431,12 +432,12 @@ ANALYSIS = [
      "encoder=True but LlamaForCausalLM is causal"),
     ("measure too long", lambda m: A.measure(m, {"input_ids": torch.ones(2, 20, dtype=torch.long)}, encoder=False),
      ValueError, "more than the 16 positions"),
-    ("curve metric", lambda m: A.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
-    ("curve condition", lambda m: A.layer_curve(GOOD, "head_defect", "shuffled"), ValueError,
+    ("curve metric", lambda m: RP.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
+    ("curve condition", lambda m: RP.layer_curve(GOOD, "head_defect", "shuffled"), ValueError,
      "condition must be one of the report's conditions"),
-    ("curve not report", lambda m: A.layer_curve([], "tv"), TypeError, "report must be a report from"),
-    ("trend metric", lambda m: A.depth_trend(GOOD, 3), ValueError, "metric must be one of"),
-    ("trend damaged", lambda m: A.depth_trend({"conditions": {"trained": {"tv": []}}}, "tv"), ValueError,
+    ("curve not report", lambda m: RP.layer_curve([], "tv"), TypeError, "report must be a report from"),
+    ("trend metric", lambda m: RP.depth_trend(GOOD, 3), ValueError, "metric must be one of"),
+    ("trend damaged", lambda m: RP.depth_trend({"conditions": {"trained": {"tv": []}}}, "tv"), ValueError,
      "must be a non-empty list of per-layer lists"),
 ]
 
@@ -462,23 +463,30 @@ SCORECARD = [
     ("scorecard not reports", lambda: S.scorecard([1, 2]), TypeError, r"reports\[0\] must be a report"),
     ("scorecard no model", lambda: S.scorecard([_without("model")]), ValueError, r"reports\[0\] lacks \['model'\]"),
     ("scorecard no nulls", lambda: S.scorecard([_no_nulls()]), ValueError, "has no random-init null"),
-    ("e1 not report", lambda: S.e1("m"), TypeError, "report must be a report"),
-    ("e1 metric", lambda: S.e1(GOOD, metric="nope"), ValueError, "metric must be one of"),
-    ("e1 no trained", lambda: S.e1({**GOOD, "conditions": {"random0": {}}}), ValueError,
+    ("e1 not report", lambda: RP.e1("m"), TypeError, r"reports\[0\] must be a report"),
+    ("e1 metric", lambda: RP.e1(GOOD, metric="nope"), ValueError, "metric must be one of"),
+    ("e1 no trained", lambda: RP.e1({**GOOD, "conditions": {"random0": {}}}), ValueError,
      "has no 'trained' condition"),
-    ("e1 no nulls", lambda: S.e1(_no_nulls()), ValueError, "has no random-init null"),
-    ("e2 missing metric", lambda: S.e2({**GOOD, "conditions": {**GOOD["conditions"], "trained": {}}}), ValueError,
+    ("e1 no nulls", lambda: RP.e1(_no_nulls()), ValueError, "has no random-init null"),
+    ("e1 table dict", lambda: RP.e1_table(GOOD), TypeError, r"wrap a single report: \[report\]"),
+    ("e2 missing metric", lambda: RP.e2({**GOOD, "conditions": {**GOOD["conditions"], "trained": {}}}), ValueError,
      "metric must be one of"),
-    ("e2 no model", lambda: S.e2(_without("model")), ValueError, r"lacks \['model'\]"),
-    ("e3 empty", lambda: S.e3([], "head_defect"), ValueError, "reports is empty"),
-    ("e3 metric", lambda: S.e3([GOOD], "nope"), ValueError, "metric must be one of"),
-    ("e3 parameters zero", lambda: S.e3([{**GOOD, "parameters": 0}], "head_defect"), ValueError,
+    ("e2 old report", lambda: RP.e2(GOOD), ValueError, r"refresh=True"),
+    ("e3 empty", lambda: RP.e3([], "head_defect"), ValueError, "reports is empty"),
+    ("e3 metric", lambda: RP.e3([GOOD], "nope"), ValueError, "metric must be one of"),
+    ("e3 no family", lambda: RP.e3([_without("family")], "head_defect"), ValueError, r"lacks \['family'\]"),
+    ("e3 parameters zero", lambda: RP.e3([{**GOOD, "non_embedding_parameters": 0}], "head_defect"), ValueError,
+     "non_embedding_parameters must be positive"),
+    ("rule 1 parameters zero", lambda: RP.e3_rule1([{**GOOD, "parameters": 0}], "head_defect"), ValueError,
      "reports must count positive parameters"),
-    ("slope n_boot", lambda: S.scale_slope([GOOD], "head_defect", n_boot=0), ValueError, "n_boot must be at least 1"),
-    ("late empty", lambda: S.late([]), ValueError, "values must be a non-empty list"),
-    ("late fraction", lambda: S.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
-    ("late value condition", lambda: S.late_value(GOOD, "head_defect", "shuffled"), ValueError,
+    ("slope n_boot", lambda: RP.scale_slope([GOOD], "head_defect", n_boot=0), ValueError, "n_boot must be at least 1"),
+    ("late empty", lambda: RP.late([]), ValueError, "values must be a non-empty list"),
+    ("late fraction", lambda: RP.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
+    ("late value condition", lambda: RP.late_value(GOOD, "head_defect", "shuffled"), ValueError,
      "condition must be one of"),
+    ("substitute other passages", lambda: RP.substitute(GOOD, {**GOOD, "passages": 99}), ValueError,
+     r"differ in \['passages'\]"),
+    ("robustness resamples", lambda: S.robustness([GOOD], [], resamples=0), ValueError, "resamples must be"),
 ]
 
 
@@ -625,8 +633,9 @@ def _isometry_float32():
 
 
 def _scorecard_single():
-    rows = S.scorecard([fake_report("m", 1e8, False)])
-    return {r["claim"] for r in rows} == {"E1", "E2", "E3"}
+    from test_report import fake
+    rows = S.scorecard([fake("m")])
+    return {r["claim"] for r in rows} == {"E1", "E2", "E3"} and all(r["verdict"] in RP.VERDICTS for r in rows)
 
 
 EDGE = [("float32 stationary", _float32_stationary), ("mixed float32 P, float64 T", _mixed_walk),
