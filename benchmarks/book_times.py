@@ -128,6 +128,8 @@ def run(args) -> dict:
               "make_test": old.get("make_test"), "method": "nbclient, one notebook at a time, fresh kernel each"}
     if args.make_test:
         # one run gives both numbers: make test's wall time, and each notebook's time from its pytest durations
+        cache = Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
+        cache_at_start = "warm" if cache.is_dir() and any(cache.iterdir()) else "empty"
         log = C.ROOT / "_build" / "make_test.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -138,6 +140,7 @@ def run(args) -> dict:
             proc = subprocess.run(["make", "test"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT, env=env)
         report["make_test"] = {"seconds": time.perf_counter() - start, "returncode": proc.returncode, "log": C.portable(log),
                                "omp_num_threads": _CALLER_OMP or "unset (torch's default)",
+                               "cache_at_start": cache_at_start,
                                "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         args.from_log = args.from_log or str(log)
     if args.from_log:
