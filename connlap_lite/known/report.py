@@ -18,7 +18,7 @@ import torch
 
 from .. import metrics as M
 from .._files import atomic_write_text, read_json
-from ..adapters import adapter_for
+from ..adapters import describe
 from ..extraction import attention_walks
 from ..models import cache_dir, load_model
 from ..text import passages as make_passages
@@ -107,7 +107,7 @@ def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, 
 
     Chapter: *Known results, reproduced*.
     """
-    encoder = not adapter_for(model).mask(model, 0)["causal"]
+    encoder = describe(model)["encoder"]
     natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
     out = {"natural": _natural_pass(model, natural, encoder)}
     out["random"] = _sink_pass(model, random_tokens(tokenizer, natural, seed), spread=False)
@@ -175,12 +175,11 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
         return report
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
-    adapter = adapter_for(model)
-    H, G = adapter.shape(model)
+    facts = describe(model)
     main = "random" if random_init else "trained"
-    report = {"schema": SCHEMA, "model": name, "family": model.config.model_type,
-              "encoder": not adapter.mask(model, 0)["causal"], "absolute_positions": absolute_positions(model),
-              "layers": len(adapter.layers(model)), "heads": H, "passages": n_passages, "tokens": n_tokens,
+    report = {"schema": SCHEMA, "model": name, "family": facts["family"],
+              "encoder": facts["encoder"], "absolute_positions": absolute_positions(model),
+              "layers": facts["layers"], "heads": facts["heads"], "passages": n_passages, "tokens": n_tokens,
               "seed": seed, "eps": EPS, "main": main, "conditions": {}}
     report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
     null = random_like(model, NULL_SEED)
