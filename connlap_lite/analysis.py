@@ -399,36 +399,3 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
             atomic_write_text(path, json.dumps(report))
     return report
 
-
-def values_of(report, metric: str, condition: str = "trained", name: str = "report") -> list:
-    """``report["conditions"][condition][metric]``, or an error naming what is missing and what is there."""
-    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
-        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
-                        f"got {type(report).__name__}")
-    conditions = report["conditions"]
-    if not isinstance(condition, str) or condition not in conditions:
-        raise ValueError(f"condition must be one of the report's conditions {sorted(conditions)}, got {condition!r}")
-    if not isinstance(metric, str) or metric not in conditions[condition]:
-        raise ValueError(f"metric must be one of {sorted(conditions[condition])} (measured in {condition!r}), "
-                         f"got {metric!r}")
-    values = conditions[condition][metric]
-    if not isinstance(values, list) or not values or not all(isinstance(v, list) and v for v in values):
-        raise ValueError(f"{name}'s {condition}/{metric} must be a non-empty list of per-layer lists; the report "
-                         "is damaged: recompute it with analyze(..., refresh=True)")
-    return values
-
-
-def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot: int = 1000):
-    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
-    values = values_of(report, metric, condition)
-    means, lo, hi = [], [], []
-    for v in values:
-        m, a, b = M.bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
-        means.append(float(m)); lo.append(float(a)); hi.append(float(b))
-    return means, lo, hi
-
-
-def depth_trend(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
-    """Spearman's rho of the per-layer mean against depth, and its p-value."""
-    means = layer_curve(report, metric, condition, n_boot=1)[0]
-    return M.spearman(range(len(means)), means)
