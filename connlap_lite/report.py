@@ -180,6 +180,18 @@ def _verdict(a: bool, b: bool) -> str:
     return "holds" if a and b else ("partly" if a or b else "does not hold")
 
 
+def _decide(rows: list[dict], *conditions: tuple[str, str]) -> list[dict]:
+    """A claim's table decided: every row's p-values (``(p_key, flag_key)`` per condition) Holm-corrected as one
+    family into ``<p_key>_holm``, each flag set where that is below ``ALPHA``, and the verdict from the two flags."""
+    adjusted = iter(holm([r[p] for r in rows for p, _ in conditions]))
+    for r in rows:
+        for p, flag in conditions:
+            r[p + "_holm"] = next(adjusted)
+            r[flag] = r[p + "_holm"] < ALPHA
+        r["verdict"] = _verdict(*(r[flag] for _, flag in conditions))
+    return rows
+
+
 # ----------------------------------------------------------------------- E1
 def e1_nulls(report: dict, metric: str = E1_METRIC) -> dict[str, np.ndarray]:
     """Every registered null of E1 for ``metric`` as ``(layers, passages)`` arrays, by display name."""
@@ -233,12 +245,7 @@ def e1_table(reports: list[dict], metric=E1_METRIC, *, n_boot: int = 1000, seed:
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     rows = [e1_evidence(r, m, n_boot=n_boot, seed=seed) for r in _reports(reports) for m in metrics]
-    adjusted = holm([p for r in rows for p in (r["p_trend"], r["p_level"])])
-    for i, r in enumerate(rows):
-        r["p_trend_holm"], r["p_level_holm"] = adjusted[2 * i], adjusted[2 * i + 1]
-        r["falls"], r["below_nulls"] = r["p_trend_holm"] < ALPHA, r["p_level_holm"] < ALPHA
-        r["verdict"] = _verdict(r["falls"], r["below_nulls"])
-    return rows
+    return _decide(rows, ("p_trend", "falls"), ("p_level", "below_nulls"))
 
 
 def e1(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
@@ -282,12 +289,7 @@ def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_metric
 def e2_table(reports: list[dict], *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
     """E2 on every model of ``reports``: evidence, Holm-corrected p-values and each model's verdict."""
     rows = [e2_evidence(r, n_boot=n_boot, seed=seed, heads_metric=heads_metric) for r in _reports(reports)]
-    adjusted = holm([p for r in rows for p in (r["p_heads"], r["p_data"])])
-    for i, r in enumerate(rows):
-        r["p_heads_holm"], r["p_data_holm"] = adjusted[2 * i], adjusted[2 * i + 1]
-        r["heads_below_nulls"], r["data_below_nulls"] = r["p_heads_holm"] < ALPHA, r["p_data_holm"] < ALPHA
-        r["verdict"] = _verdict(r["heads_below_nulls"], r["data_below_nulls"])
-    return rows
+    return _decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"))
 
 
 def e2(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
