@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .report import e1_table, e2_table, e3, resample
+from .report import _reports, e1_table, e2_table, e3, resample
 
 E3_METRICS = ("tv_norm_nosink", "head_defect")
 
@@ -24,8 +24,6 @@ def _combine(verdicts: list[str]) -> str:
 
 def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """One row per claim and structure: the rule's verdict, the metric, the models and the numbers."""
-    from .report import _reports
-
     reports = _reports(reports, need=("model", "encoder", "family", "non_embedding_parameters"))
     rows = []
     for structure, is_enc in (("encoder", True), ("decoder", False)):
