@@ -335,8 +335,8 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
-            corpus: str = "pydoc", device: str = "cpu", cache: bool = True, refresh: bool = False,
-            progress: bool = False) -> dict:
+            corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
+            refresh: bool = False, progress: bool = False) -> dict:
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
@@ -344,6 +344,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
 
     ``corpus`` names the texts (:data:`connlap_lite.text.CORPORA`) unless ``texts`` are given.
+    ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
+    following the tokenizer (None; see :func:`connlap_lite.passages`): the sink ablation of chapter *Scorecard*.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
     the cached report.  A cached report that is unreadable or malformed is recomputed with a warning.
 
@@ -354,8 +356,12 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         check_corpus(corpus)
     else:
         corpus = "texts"
+    if bos is not None and not isinstance(bos, bool):
+        raise TypeError(f"bos must be True, False or None (the tokenizer's default), got {bos!r}")
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus)
+    if bos is not None:                             # (absent when None: the cache keys made before it stay valid)
+        args["bos"] = bos
     identity = _folder_identity(name)
     key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)
     slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name.strip("/"))[-80:]
@@ -371,14 +377,16 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         raise ValueError(f"n_tokens must be at most {limit} for {name!r} (its positions), got {n_tokens}")
     if q4:
         quantise_q4(model)
-    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=corpus_texts(corpus) if texts is None else texts)
+    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=corpus_texts(corpus) if texts is None else texts,
+                          bos=bos)
     # no number from a layer that the adapter misreads: the walk must reproduce every attention module first
     verify_check(model, {k: v[:2] for k, v in batch.items()})
     facts = describe(model)
     encoder = facts["encoder"]
     total, non_embedding = parameter_counts(model)
     report = {"schema": SCHEMA, "model": name, **facts, "parameters": total, "non_embedding_parameters": non_embedding,
-              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus, "conditions": {}}
+              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus, "bos": bos,
+              "conditions": {}}
     label = "random" if random_init else "trained"
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
     report["conditions"][label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)

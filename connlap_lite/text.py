@@ -113,13 +113,28 @@ def _specials(tokenizer) -> tuple[list[int], list[int]]:
     return [], []
 
 
+def _with_bos(tokenizer, pre: list[int], post: list[int], bos) -> tuple[list[int], list[int]]:
+    """The special ids before and after a passage with the BOS token put first (``bos=True``) or left out."""
+    if bos is None:
+        return pre, post
+    if not isinstance(bos, bool):
+        raise TypeError(f"bos must be True, False or None (the tokenizer's default), got {bos!r}")
+    token = getattr(tokenizer, "bos_token_id", None)
+    if token is None:
+        raise ValueError(f"bos={bos} but this tokenizer has no beginning-of-sequence token; pass bos=None")
+    rest = [t for t in pre if t != token]
+    return ([token] + rest if bos else rest), post
+
+
 def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
-             texts: list[str] | None = None) -> dict:
+             texts: list[str] | None = None, bos: bool | None = None) -> dict:
     """A batch of ``n_passages`` passages of exactly ``n_tokens`` tokens each.
 
     The texts (default :func:`default_texts`) are tokenised, joined, and cut into
     non-overlapping windows; ``seed`` picks which windows.  The tokenizer's own
     special tokens ([CLS]/[SEP], <bos>) are kept and counted in ``n_tokens``.
+    ``bos`` overrides the tokenizer's habit for the beginning-of-sequence token: True puts it
+    first (if the tokenizer does not already), False leaves it out, None does what the tokenizer does.
     Returns ``{"input_ids": (B, n), "attention_mask": (B, n)}``.
 
     Chapter: *Reading a real transformer as a connection walk*.
@@ -129,7 +144,7 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
     _check_tokenizer(tokenizer)
     if isinstance(n_passages, bool) or not isinstance(n_passages, int) or n_passages < 1:
         raise ValueError(f"n_passages must be a positive int, got {n_passages!r}")
-    pre, post = _specials(tokenizer)
+    pre, post = _with_bos(tokenizer, *_specials(tokenizer), bos)
     check_int(n_tokens, "n_tokens")
     body = n_tokens - len(pre) - len(post)
     if body < 2:
