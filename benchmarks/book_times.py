@@ -4,13 +4,17 @@
     python benchmarks/book_times.py --make-test     # the whole `make test`, timed; each notebook's time read
                                                     # from its pytest durations (the Makefile asks for them)
     python benchmarks/book_times.py --from-log LOG  # read `pytest --durations=0` output instead of running
+    python benchmarks/book_times.py --make-book     # the full build (`make book`, 16 x 128), timed; each
+                                                    # notebook's time read from myst-nb's log lines
+    python benchmarks/book_times.py --from-book-log LOG   # read such a log instead of running
     python benchmarks/book_times.py --quick         # a two-cell scratch notebook (tests the machinery)
 
 Each notebook runs in a fresh kernel with its own folder as working directory, exactly as
 ``pytest --nbval-lax`` runs it, one after another (never two at once on a shared machine).
 Results are merged into ``benchmarks/results/book_times.json``: a later run of only some
 notebooks (``--only``) keeps the other notebooks' earlier numbers, each with its date.
-The goal: the whole ``make test`` within 20 minutes on the 2-core reference machine.
+The goals: the whole ``make test`` within 20 minutes, and the whole ``make book`` within 60 minutes
+from an empty model cache, on the 2-core reference machine.
 
 Chapter: *Performance* (``book/appendix/performance.ipynb``).
 """
@@ -34,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 GOAL_SECONDS = 20 * 60
+GOAL_BOOK_SECONDS = 60 * 60
+BOOK_END = "make book finished:"          # the last line of a make book log: "make book finished: 3012 s, exit 0"
 PENDING = ("not measured yet: run `python benchmarks/book_times.py --make-test` (or `make bench`) on a quiet "
            "machine; it executes every notebook")
 
@@ -72,6 +78,26 @@ def parse_durations(text: str) -> dict:
     return per
 
 
+def parse_book_log(text: str) -> dict:
+    """From a ``make book`` log: seconds per notebook (myst-nb's ``x.ipynb: Executed notebook in 12.3 seconds``),
+    the notebooks that failed, and the whole build's seconds and exit status (the log's ``make book finished:`` line).
+
+    >>> log = ("/x/book/a.ipynb: Executed notebook in 2.50 seconds [mystnb]\\n"
+    ...        "/x/book/b.ipynb: WARNING: Executing notebook failed: CellTimeoutError [mystnb.exec]\\n"
+    ...        "make book finished: 75 s, exit 0")
+    >>> parse_book_log(log)["notebooks"], parse_book_log(log)["failed"], parse_book_log(log)["seconds"]
+    ({'book/a.ipynb': 2.5}, ['book/b.ipynb'], 75.0)
+    """
+    root = re.escape(str(C.ROOT)) + "/"
+    per = {m.group(1): float(m.group(2)) for m in
+           re.finditer(r"(?:^|\s)(?:" + root + r"|\S*/)?(book/\S+?\.ipynb): Executed notebook in ([\d.]+) seconds", text, re.M)}
+    failed = sorted(set(re.findall(r"(book/\S+?\.ipynb):(?:\d+:)?\s*(?:\S*WARNING\S*:?\s*)?Executing notebook failed",
+                                   text)))
+    end = re.search(BOOK_END + r" ([\d.]+) s, exit (-?\d+)", text)
+    return {"notebooks": per, "failed": failed, "seconds": float(end.group(1)) if end else None,
+            "returncode": int(end.group(2)) if end else None}
+
+
 def _scratch(folder: Path) -> Path:
     import nbformat
 
@@ -99,10 +125,34 @@ def summarise(report: dict) -> dict:
     seconds = mt.get("seconds")
     report["goals"] = [C.goal("book: whole `make test` (set-up, unit, notebooks, strict build, browser)", seconds, GOAL_SECONDS,
                               "seconds", reason="" if seconds is not None else PENDING)]
+    mb = report.get("make_book") or {}
+    if mb.get("seconds") is not None:
+        report["goals"] += [C.goal("book: whole `make book` (set-up and the full build, 16 x 128)", mb["seconds"],
+                                   GOAL_BOOK_SECONDS, "seconds"),
+                            C.goal("book: pages of `make book` whose notebook failed", len(mb.get("failed") or []), 0,
+                                   "notebooks", reason=f"failed: {', '.join(mb.get('failed') or [])}")]
     if report["notebooks_total_seconds"] is not None:
         report["goals"].append(C.goal("book: every notebook executed once, one at a time",
                                       report["notebooks_total_seconds"], GOAL_SECONDS, "seconds"))
     return report
+
+
+def _make_book(args) -> dict:
+    """Run (or read the log of) the full ``make book``: its seconds, exit status and per-notebook seconds."""
+    cache = Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
+    if args.make_book:
+        cache_at_start = "warm" if cache.is_dir() and any(cache.iterdir()) else "empty"
+        log = C.ROOT / "_build" / "make_book.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        with open(log, "w") as sink:
+            proc = subprocess.run(["make", "book"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT)
+            sink.write(f"\n{BOOK_END} {time.perf_counter() - start:.0f} s, exit {proc.returncode}\n")
+    else:
+        log, cache_at_start = Path(args.from_book_log), args.book_cache
+    parsed = parse_book_log(log.read_text(errors="replace"))
+    return {**parsed, "log": C.portable(log), "cache_at_start": cache_at_start, "note": args.book_note,
+            "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 def run(args) -> dict:
@@ -125,7 +175,10 @@ def run(args) -> dict:
     notebooks = toc_notebooks()
     report = {"quick": False, "notebooks": {nb: old.get("notebooks", {}).get(nb, {"seconds": None, "status": PENDING})
                                             for nb in notebooks},
-              "make_test": old.get("make_test"), "method": "nbclient, one notebook at a time, fresh kernel each"}
+              "make_test": old.get("make_test"), "make_book": old.get("make_book"),
+              "method": "nbclient, one notebook at a time, fresh kernel each"}
+    if args.make_book or args.from_book_log:
+        report["make_book"] = _make_book(args)
     if args.make_test:
         # one run gives both numbers: make test's wall time, and each notebook's time from its pytest durations
         cache = Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
@@ -148,7 +201,7 @@ def run(args) -> dict:
         for nb, s in per.items():
             report["notebooks"][nb] = {"seconds": s, "status": "from log", "log": C.portable(args.from_log)}
         report["method"] = f"pytest --durations log {C.portable(args.from_log)}"
-    elif not args.list_only:                       # (reached only without --make-test and --from-log)
+    elif not args.list_only and not (args.make_book or args.from_book_log):   # (without any log to read)
         chosen = [nb for nb in notebooks if not args.only or any(o in nb for o in args.only)]
         for nb in chosen:
             print(f"{nb} ...", end=" ", flush=True)
@@ -165,6 +218,11 @@ def main(argv=None):
     ap.add_argument("--make-test", action="store_true", help="also time the whole `make test`")
     ap.add_argument("--only", nargs="+", default=None, help="notebooks whose path contains one of these")
     ap.add_argument("--from-log", default=None, help="a `pytest --durations=0` log to read instead of running")
+    ap.add_argument("--make-book", action="store_true", help="also time the full `make book`")
+    ap.add_argument("--from-book-log", default=None, help="a `make book` log to read instead of running it")
+    ap.add_argument("--book-cache", default="empty", choices=("empty", "warm"),
+                    help="with --from-book-log: the model cache when that build started (default empty)")
+    ap.add_argument("--book-note", default="", help="what else ran on the machine during the build, if anything")
     ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")
     ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json)")
     return run(ap.parse_args(argv))

@@ -96,6 +96,26 @@ def test_book_times_quick_and_log(tmp_path):
     assert mod.parse_durations(log) == {"book/theory/walks.ipynb": 13.0, "book/models/reading.ipynb": 3.0}
 
 
+def test_book_times_reads_a_make_book_log(tmp_path):
+    mod = load("book_times")
+    log = tmp_path / "make_book.log"
+    log.write_text("12s /clone/book/theory/walks.ipynb: Executing notebook using local CWD [mystnb]\n"
+                   "15s /clone/book/theory/walks.ipynb: Executed notebook in 3.25 seconds [mystnb]\n"
+                   "700s /clone/book/empirical/beyond.ipynb: WARNING: Executing notebook failed: CellTimeoutError "
+                   "[mystnb.exec]\n"
+                   "make book finished: 3100 s, exit 0\n")
+    parsed = mod.parse_book_log(log.read_text())
+    assert parsed == {"notebooks": {"book/theory/walks.ipynb": 3.25}, "failed": ["book/empirical/beyond.ipynb"],
+                      "seconds": 3100.0, "returncode": 0}
+    res = mod.main(["--from-book-log", str(log), "--list-only", "--json", str(tmp_path / "b.json")])
+    assert res["make_book"]["seconds"] == 3100.0 and res["make_book"]["cache_at_start"] == "empty"
+    goal = [g for g in res["goals"] if "make book" in g["what"]]
+    assert [g["met"] for g in goal] == [True, False] and "beyond" in goal[1]["reason"]   # in time, but a page failed
+    log.write_text(log.read_text().replace("WARNING: Executing notebook failed: CellTimeoutError", "Executed"))
+    res = mod.main(["--from-book-log", str(log), "--list-only", "--json", str(tmp_path / "b.json")])
+    assert [g["met"] for g in res["goals"] if "make book" in g["what"]] == [True, True]
+
+
 def test_goal_rows_say_whether_they_are_met():
     C = load("_common")
     assert C.goal("x", 1.2, 1.3, "x")["met"] is True
