@@ -7,14 +7,18 @@ module             idea
 ``transports``     edge transports, kept factored (D2, T2)
 ``attention``      reference attention and its walks (T1, T2)
 ``laplacian``      connection Laplacian, defects, energy, spectra (D4, D5, T3)
-``models``         the offline model zoo and its random-init nulls
+``models``         loading a model: offline short names, hub ids, folders; random-init nulls
+``offline``        the offline models' packages, pinned files and their checked assembly
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
+``nulls``          null transports and weights: rotated and Gaussian heads, the 4-bit round trip
+``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``report``         reading reports: curves, trends against nulls, the rules and verdicts of E1-E3
+``rules_history``  the first rules of E1-E3, replaced, and ``RULE_CHANGES`` (old, new, why)
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
 ``known``          five published results about attention, reproduced (the chapter of that name);
                    a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``

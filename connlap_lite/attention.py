@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
-from .transports import ConstantTransport, HeadTransports, MixtureTransport
+from .transports import ConstantTransport, HeadTransports, MixtureTransport, check_heads
 from .walks import ConnectionWalk
 
 
@@ -246,8 +246,7 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
     """
     numpy = is_numpy(A)
     A = to_tensor(A, "A", ndim=3)
-    if not isinstance(heads, HeadTransports):
-        raise TypeError(f"heads must be a HeadTransports, got {type(heads).__name__}")
+    check_heads(heads)
     H = A.shape[0]
     if heads.n_heads != H:
         raise ValueError(f"A has {H} heads but heads has {heads.n_heads}; pass one transport per head")

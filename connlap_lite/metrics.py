@@ -42,6 +42,7 @@ import torch
 from ._backend import check_float_dtype, check_indices, check_int, harmonise, to_tensor
 from . import laplacian as _laplacian
 from .transports import HeadTransports
+from .transports import check_heads as _heads
 
 
 def _walks(P, name: str = "P") -> torch.Tensor:
@@ -59,13 +60,6 @@ def _pair(P, Q) -> tuple[torch.Tensor, torch.Tensor]:
     if P.shape[-1] != Q.shape[-1]:
         raise ValueError(f"P and Q must be walks on the same tokens, got shapes {tuple(P.shape)} and {tuple(Q.shape)}")
     return harmonise(P, Q.to(P.device))
-
-
-def _heads(heads, name: str = "heads") -> HeadTransports:
-    if not isinstance(heads, HeadTransports):
-        raise TypeError(f"{name} must be a HeadTransports (e.g. connlap_lite.head_transports(model, layer)), "
-                        f"got {type(heads).__name__}")
-    return heads
 
 
 # ------------------------------------------------------------------------- E1: walks
@@ -369,50 +363,6 @@ def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
     return Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
 
 
-def q4_roundtrip(W: torch.Tensor, block: int = 32) -> torch.Tensor:
-    """Symmetric 4-bit block quantisation and back (like GGUF's Q4_0): per block of ``block``
-    input weights, ``scale = max|w| / 7``, ``q = clip(round(w / scale), -8, 7)``, ``w' = q scale``."""
-    if not isinstance(W, torch.Tensor) or W.ndim != 2 or not W.is_floating_point():
-        raise ValueError(f"W must be a floating (out, in) weight matrix tensor, got "
-                         f"{tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__}")
-    check_int(block, "block", low=1)
-    out, inp = W.shape
-    pad = (-inp) % block
-    Wp = torch.nn.functional.pad(W.float(), (0, pad)).reshape(out, -1, block)
-    scale = Wp.abs().amax(-1, keepdim=True) / 7
-    q = torch.where(scale > 0, Wp / scale.clamp_min(1e-30), torch.zeros_like(Wp)).round().clamp(-8, 7)
-    return (q * scale).reshape(out, -1)[:, :inp].to(W.dtype)
-
-
-def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
-    """The factor-rotation null: ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head.
-
-    Keeps each factor's own spectrum and breaks only their co-adaptation.  The QR factors of the
-    result come from ``heads``' own (``U R = Q_u (R_u R)``, a ``d_h x d_h`` QR), cached on it.
-    """
-    _heads(heads)
-    check_int(seed, "seed", low=0)
-    g = torch.Generator().manual_seed(seed)
-    H, d, r = heads.U.shape
-    A = torch.randn(H, r, r, generator=g, dtype=torch.float64)
-    Q, R = torch.linalg.qr(A)
-    Q = (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]).to(heads.U.device)
-    null = HeadTransports(heads.U.double() @ Q, heads.V.double())
-    Ru, Rv = heads.cores(torch.float64)
-    null._cache[("left", torch.float64)] = torch.linalg.qr(Ru @ Q, mode="r")[1]
-    null._cache[("right", torch.float64)] = Rv
-    return null
-
-
-def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
-    """Gaussian factors of the same shapes as ``heads`` (rank ``d_h``)."""
-    _heads(heads)
-    check_int(seed, "seed", low=0)
-    g = torch.Generator().manual_seed(seed)
-    return HeadTransports(torch.randn(heads.U.shape, generator=g, dtype=torch.float64),
-                          torch.randn(heads.V.shape, generator=g, dtype=torch.float64))
-
-
 def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     """Per head, the rank-``d_h`` scaled partial isometry defect (D5), from the factors.
 
@@ -424,78 +374,6 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
 
-# ------------------------------------------------------------------------ statistics
-def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0):
-    """Percentile bootstrap interval of the mean over the first axis (passages)."""
-    values = to_tensor(values, "values", finite=False).double()
-    if values.ndim < 1 or values.shape[0] == 0:
-        raise ValueError(f"values must hold at least one value along the first axis, got shape {tuple(values.shape)}")
-    check_int(n_boot, "n_boot", low=1)
-    check_int(seed, "seed", low=0)
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1) such as 0.95, got {level!r}")
-    g = torch.Generator().manual_seed(seed)
-    idx = torch.randint(0, values.shape[0], (n_boot, values.shape[0]), generator=g)
-    means = values[idx].mean(1)
-    lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
-    return values.mean(0), torch.quantile(means, lo, dim=0), torch.quantile(means, hi, dim=0)
-
-
-def spearman(x, y) -> tuple[float, float]:
-    """Spearman's rho and its two-sided p-value.
-
-    Up to 8 points the p-value is exact, from all ``n!`` orderings of ``y`` (scipy's
-    large-sample approximation is anti-conservative there); beyond, scipy's t approximation.
-    An undefined rho (fewer than two points, a constant ``x`` or ``y``, a NaN in either) gives
-    ``(nan, nan)``: undefined is never significant.
-
-    >>> rho, p = spearman(range(5), [1, 2, 3, 4, 5])
-    >>> round(rho, 6), round(p, 4)           # 2 of the 120 orderings are as extreme: p = 1/60
-    (1.0, 0.0167)
-    >>> spearman(range(3), [2.0, 2.0, 2.0])  # a constant curve has no trend, significant or not
-    (nan, nan)
-    """
-    from itertools import permutations
-
-    from scipy.stats import spearmanr
-
-    x, y = _sample(x, "x"), _sample(y, "y")
-    if len(x) != len(y):
-        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
-    nan = float("nan")
-    if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()) or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return nan, nan
-    result = spearmanr(x, y)
-    rho = float(result.statistic)
-    if not math.isfinite(rho):
-        return nan, nan
-    if len(x) > 8:
-        return rho, float(result.pvalue)
-    orders = np.array(list(permutations(range(len(y)))))
-    rhos = _rank_corr(x, y[orders])
-    return rho, float(np.mean(np.abs(rhos) >= abs(rho) - 1e-12))
-
-
-def _sample(v, name: str) -> np.ndarray:
-    """A one-dimensional float sample, or an error naming the argument."""
-    if isinstance(v, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of numbers, got a string")
-    try:
-        if isinstance(v, torch.Tensor):
-            v = v.detach().cpu()
-        a = np.asarray(v if isinstance(v, (np.ndarray, torch.Tensor)) else list(v), dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(v).__name__}") from exc
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
-    return a
-
-
-def _rank_corr(x, Y):
-    """Spearman's rho of ``x`` with each row of ``Y`` (ties get average ranks)."""
-    from scipy.stats import rankdata
-
-    rx = rankdata(x) - (len(x) + 1) / 2
-    rY = rankdata(Y, axis=1) - (len(x) + 1) / 2
-    den = (rx ** 2).sum() ** 0.5 * ((rY ** 2).sum(1) ** 0.5)
-    return (rY @ rx) / np.where(den > 0, den, np.inf)
+# the nulls and the statistics live in their own modules; read here too, as ``metrics.<name>``
+from .nulls import gaussian_null, q4_roundtrip, rotation_null          # noqa: E402
+from .stats import bootstrap_ci, spearman                               # noqa: E402

@@ -12,7 +12,8 @@ A one-sided bootstrap p-value is ``(1 + #{resamples where the trained model does
 (n_boot + 1)``; the p-values of one claim's table (every model and condition) are Holm-corrected
 before the 0.05 threshold (:func:`holm`).
 
-**Rules (rule 2, registered 2026-11-30; the rules they replace are in** :data:`RULE_CHANGES` **).**
+**Rules (rule 2, registered 2026-11-30; the rules they replace, and** ``RULE_CHANGES`` **, are in**
+:mod:`connlap_lite.rules_history` **and answer here too, as** ``report.e1_rule1`` **etc.).**
 
 E1, per model, metric ``tv_norm_nosink``:
     (a) *falls with depth beyond the nulls*: the trained curve's Spearman rho against depth is below 0
@@ -40,34 +41,14 @@ import math
 import numpy as np
 import torch
 
-from . import metrics as M
 from .analysis import PASSAGE_METRICS
+from .stats import _draws, _interval, _p_win, _rhos, bootstrap_ci, holm, spearman
 
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable")
 ALPHA = 0.05
 E1_METRIC = "tv_norm_nosink"
 # nulls measured inside the trained condition, by the key that holds them (for the E1 metric only)
 INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
-RULE_CHANGES = [
-    {"date": "2026-11-30", "claim": "E1",
-     "old": "rho < 0 with p < 0.05 over the layer means; late mean below the random-init seeds 0 and 1",
-     "new": "rho below 0 and below every random-init seed's rho, and late mean below every null (five seeds, "
-            "shuffled, cross-passage, positional), paired passage bootstrap, Holm across the table",
-     "why": "random-init curves alone reach |rho| near 0.9, the layer means are not independent points, and "
-            "the near-uniform random-init null is beaten by construction"},
-    {"date": "2026-11-30", "claim": "E2",
-     "old": "mean head defect below the Gaussian heads and the lower random-init seed; data defect below "
-            "the lower random-init seed on its own inputs",
-     "new": "the same for the heads, with five seeds and a bootstrap over heads; the data defect (sink tokens "
-            "left out) against random-init and Gaussian transports on the trained model's own inputs",
-     "why": "the random-init twin's own inputs collapse with depth, which flatters the trained model"},
-    {"date": "2026-11-30", "claim": "E3",
-     "old": "slope of the raw late value against log10(total parameters) across families, passages resampled",
-     "new": "slope of the trained-minus-null gap against log10(non-embedding parameters), within one family; "
-            "not testable below three sizes of a family",
-     "why": "the random-init nulls also move with size, the x-axis choice flipped verdicts, and leaving one "
-            "model out flipped the sign: across families, size and architecture are confounded"},
-]
 
 
 # ----------------------------------------------------------------------- reading values
@@ -95,7 +76,7 @@ def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot
     values = values_of(report, metric, condition)
     means, lo, hi = [], [], []
     for v in values:
-        m, a, b = M.bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
+        m, a, b = bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
         means.append(float(m)); lo.append(float(a)); hi.append(float(b))
     return means, lo, hi
 
@@ -103,7 +84,7 @@ def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot
 def depth_trend(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
     """Spearman's rho of the per-layer mean against depth, and its p-value (layers taken as independent)."""
     means = layer_curve(report, metric, condition, n_boot=1)[0]
-    return M.spearman(range(len(means)), means)
+    return spearman(range(len(means)), means)
 
 
 def late(values, fraction: float = 1 / 3) -> list:
@@ -139,43 +120,7 @@ def _matrix(report: dict, metric: str, condition: str) -> np.ndarray:
     return np.array(values, dtype=float)
 
 
-# ----------------------------------------------------------------------- statistics
-def holm(pvalues) -> list[float]:
-    """Holm's step-down adjustment of a family of p-values (same order as given).
-
-    >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03])]
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(list(pvalues), dtype=float)
-    order = np.argsort(p)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(p) - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted.tolist()
-
-
-def _draws(units: int, n_boot: int, seed: int) -> np.ndarray:
-    """``(n_boot, units)`` indices: units drawn with replacement, the same draws for every condition."""
-    return np.random.default_rng(seed).integers(0, units, size=(n_boot, units))
-
-
-def _p_win(diff: np.ndarray) -> float:
-    """One-sided bootstrap p-value that the trained value is below its null (``diff`` = trained - null)."""
-    return float((1 + np.sum(diff >= 0)) / (len(diff) + 1))
-
-
-def _rhos(curves: np.ndarray) -> np.ndarray:
-    """Spearman's rho of each row of ``curves`` ``(k, layers)`` against depth."""
-    return M._rank_corr(np.arange(curves.shape[1]), curves)
-
-
-def _interval(samples: np.ndarray) -> tuple[float, float]:
-    lo, hi = np.percentile(samples, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
+# ----------------------------------------------------------------------- verdicts
 def _verdict(a: bool, b: bool) -> str:
     return "holds" if a and b else ("partly" if a or b else "does not hold")
 
@@ -353,69 +298,6 @@ def e3(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -
             "steps": steps, "across": across, "verdict": verdict}
 
 
-# ----------------------------------------------------------------------- rule 1 (replaced 2026-11-30)
-def e1_rule1(report: dict, metric: str = E1_METRIC) -> dict:
-    """E1 by the first rule: rho < 0 with p < 0.05 over the layer means; late mean below seeds 0 and 1."""
-    c = report["conditions"]
-    nulls = [n for n in ("random0", "random1") if n in c]
-    if not nulls:
-        raise ValueError(f"report on {report.get('model')!r} has no random0/random1 null")
-    rho, p = depth_trend(report, metric)
-    trained = float(np.mean(late_value(report, metric)))
-    null = min(float(np.mean(late_value(report, metric, n))) for n in nulls)
-    falls, below = rho < 0 and p < ALPHA, trained < null
-    return {"model": report["model"], "rho": rho, "p": p, "late_trained": trained, "late_null": null,
-            "falls": falls, "below_null": below, "verdict": _verdict(falls, below)}
-
-
-def e2_rule1(report: dict) -> dict:
-    """E2 by the first rule: heads below the Gaussian heads and the lower seed; data below the lower seed's own."""
-    c = report["conditions"]
-    nulls = [n for n in ("random0", "random1") if n in c]
-    if not nulls:
-        raise ValueError(f"report on {report.get('model')!r} has no random0/random1 null")
-    mean = lambda m, cond: float(np.mean(_matrix(report, m, cond)))      # noqa: E731
-    head, gauss = mean("head_defect", "trained"), mean("head_defect_gaussian", "trained")
-    rand_head = min(mean("head_defect", n) for n in nulls)
-    data, rand_data = mean("data_defect", "trained"), min(mean("data_defect", n) for n in nulls)
-    a, b = head < min(gauss, rand_head), data < rand_data
-    return {"model": report["model"], "head_defect": head, "gaussian_null": gauss, "random_head": rand_head,
-            "data_defect": data, "random_data": rand_data, "heads_below_nulls": a, "data_below_null": b,
-            "verdict": _verdict(a, b)}
-
-
-def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled."""
-    from ._backend import check_int
-
-    reports = _reports(reports, need=("parameters",))
-    bad = [i for i, r in enumerate(reports) if isinstance(r["parameters"], bool)
-           or not isinstance(r["parameters"], (int, float, np.number)) or not r["parameters"] > 0]
-    if bad:
-        raise ValueError(f"reports must count positive parameters; reports[{bad[0]}] has {reports[bad[0]]['parameters']!r}")
-    check_int(n_boot, "n_boot", low=1)
-    x = np.log10([r["parameters"] for r in reports])
-    samples = [late_value(r, metric) for r in reports]
-    y = np.array([s.mean() for s in samples])
-    if len(reports) < 2:
-        return {"metric": metric, "n_models": len(reports), "slope": float("nan"), "lo": float("nan"),
-                "hi": float("nan"), "x": x.tolist(), "y": y.tolist()}
-    slope = float(np.polyfit(x, y, 1)[0])
-    rng = np.random.default_rng(seed)
-    boots = [np.polyfit(x, [rng.choice(s, size=len(s)).mean() for s in samples], 1)[0] for _ in range(n_boot)]
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return {"metric": metric, "n_models": len(reports), "slope": slope, "lo": float(lo), "hi": float(hi),
-            "x": x.tolist(), "y": y.tolist()}
-
-
-def e3_rule1(reports: list[dict], metric: str) -> dict:
-    """E3 by the first rule: the raw slope's interval below 0 holds, above 0 does not; under three sizes not testable."""
-    fit = scale_slope(reports, metric)
-    verdict = ("not testable" if fit["n_models"] < 3 else "holds" if fit["hi"] < 0
-               else "does not hold" if fit["lo"] > 0 else "inconclusive")
-    return {**fit, "verdict": verdict}
-
-
 # ----------------------------------------------------------------------- robustness
 def resample(report: dict, idx) -> dict:
     """A copy of ``report`` with its passages replaced by ``idx`` (in every condition, so pairs stay paired)."""
@@ -456,3 +338,20 @@ def _reports(reports, name: str = "reports", need=("model",)) -> list[dict]:
             raise ValueError(f"{name}[{i}] has no 'trained' condition (conditions: {sorted(r['conditions'])}); the "
                              "rules compare a trained model with its nulls: analyze without random_init")
     return reports
+
+
+# ----------------------------------------------------------------------- rule 1, kept in rules_history
+_RULE1 = ("RULE_CHANGES", "e1_rule1", "e2_rule1", "scale_slope", "e3_rule1")
+
+
+def __getattr__(name: str):
+    """``report.e1_rule1`` and the other first rules: read from :mod:`connlap_lite.rules_history` on first use
+    (that module reads this one, so it is imported late, not at the top)."""
+    if name in _RULE1:
+        from . import rules_history
+        return getattr(rules_history, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_RULE1])

@@ -159,6 +159,14 @@ class HeadTransports:
         return self._cache[key]
 
 
+def check_heads(heads, name: str = "heads") -> HeadTransports:
+    """``heads`` itself if it is a :class:`HeadTransports`, else an error naming ``name`` and where to get one."""
+    if not isinstance(heads, HeadTransports):
+        raise TypeError(f"{name} must be a HeadTransports (e.g. connlap_lite.head_transports(model, layer)), "
+                        f"got {type(heads).__name__}")
+    return heads
+
+
 class Transport:
     """Interface of an edge transport; see the module docstring."""
 
@@ -234,8 +242,7 @@ class MixtureTransport(Transport):
 
     def __init__(self, weights, heads: HeadTransports):
         self.weights = to_tensor(weights, "weights", ndim=3)
-        if not isinstance(heads, HeadTransports):
-            raise TypeError(f"heads must be a HeadTransports, got {type(heads).__name__}")
+        check_heads(heads)
         if self.weights.shape[0] != heads.n_heads:
             raise ValueError(f"weights has {self.weights.shape[0]} heads but heads has {heads.n_heads}; "
                              "pass one weight matrix per head transport")

@@ -323,6 +323,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
     """
     import ipywidgets as widgets
 
+    from .adapters import describe
     from .metrics import sink_columns
     from .models import OFFLINE
 
@@ -360,7 +361,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
             if change is None or change["owner"] in (controls["model"], controls["passage"]):
                 fit(attention, controls["layer"].value if change else layer, controls["head"].value if change else head)
             l, h, q = controls["layer"].value, controls["head"].value, controls["query"].value
-            encoder = OFFLINE[name][1] == "encoder"
+            encoder = describe(_loaded(name)[0])["encoder"]         # the model's own facts, as the adapters read it
             view = model_view(attention[l], _heads(name, l), head=h, query=q, sinks=sink_columns(len(tokens), encoder))
         except (ImportError, OSError, ValueError) as exc:
             readout.value = f"<b>cannot show {name}</b>: {html.escape(str(exc))}"

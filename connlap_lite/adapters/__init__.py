@@ -22,7 +22,8 @@ attention probabilities one layer at a time, so the model itself may run any att
 implementation (PyTorch's fused SDPA included) and never has to return its attention.
 
 Families: GPT-2; BERT; RoBERTa, XLM-RoBERTa, CamemBERT; Llama, Mistral, Qwen2; Gemma 3;
-GPT-NeoX (Pythia).  :func:`describe` gives a model's shape in one dict.
+GPT-NeoX (Pythia).  :func:`describe` gives a model's shape in one dict; :func:`is_encoder` says from a
+config alone whether the model attends both ways (the one rule, which loading uses too).
 Adding a family means adding one file here and one line to ``FAMILIES``.
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -31,6 +32,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from . import bert, gemma3, gpt2, gpt_neox, llama, roberta
+from ._linear import is_encoder
 
 FAMILIES: dict[str, ModuleType] = {
     "gpt2": gpt2,
@@ -59,7 +61,8 @@ def describe(model) -> dict:
 
     Keys: ``family`` (the config's ``model_type``), ``layers``, ``heads`` (``H``, query
     heads), ``groups`` (``G``, key/value groups), ``d`` (residual width), ``head_dim``
-    (each head's value width) and ``encoder`` (True for bidirectional attention).
+    (each head's value width) and ``encoder`` (True for bidirectional attention: :func:`is_encoder`, the
+    rule :func:`connlap_lite.load_model` also loads by).
 
     >>> from transformers import GPTNeoXConfig, AutoModelForCausalLM
     >>> config = GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=4, hidden_size=32,
@@ -72,4 +75,4 @@ def describe(model) -> dict:
     W_v, _, W_o, _ = adapter.value_output(model, 0)
     return {"family": model.config.model_type, "layers": len(adapter.layers(model)), "heads": int(H),
             "groups": int(G), "d": int(W_o.shape[0]), "head_dim": int(W_v.shape[0] // G),
-            "encoder": not adapter.mask(model, 0)["causal"]}
+            "encoder": is_encoder(model.config)}

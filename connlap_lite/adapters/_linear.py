@@ -1,10 +1,28 @@
-"""Shared by the adapters: per-head transports from ``nn.Linear``-layout value and output maps, and the
-per-head query-key scores from the attention module's own inputs."""
+"""Shared by the adapters: per-head transports from ``nn.Linear``-layout value and output maps, the
+per-head query-key scores from the attention module's own inputs, and whether a model is an encoder."""
 from __future__ import annotations
 
 import torch
 
 from ..transports import HeadTransports
+
+
+# model types whose attention looks both ways unless configured as a decoder; every other type is causal
+ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert", "electra")
+
+
+def is_encoder(config) -> bool:
+    """Whether a model of this config attends in both directions (an encoder), from its config alone.
+
+    The one rule: :func:`connlap_lite.load_model` picks the model class by it, the encoder adapters'
+    ``mask`` and :func:`connlap_lite.adapters.describe` answer by it.  An encoder type configured as a
+    decoder (``is_decoder``, as a causal language-model head needs) is causal, as its attention is.
+
+    >>> from transformers import BertConfig, GPT2Config
+    >>> is_encoder(BertConfig()), is_encoder(BertConfig(is_decoder=True)), is_encoder(GPT2Config())
+    (True, False, False)
+    """
+    return getattr(config, "model_type", None) in ENCODER_TYPES and not getattr(config, "is_decoder", False)
 
 
 def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:

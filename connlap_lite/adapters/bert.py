@@ -6,7 +6,7 @@ of that context (before dropout, the residual and the post-attention LayerNorm).
 """
 from __future__ import annotations
 
-from ._linear import argument, scores, split_heads
+from ._linear import argument, is_encoder, scores, split_heads
 
 
 def _base(model):
@@ -35,7 +35,7 @@ def module_output(model, layer, out):
 
 
 def mask(model, layer):
-    return {"causal": False, "window": None}
+    return {"causal": not is_encoder(model.config), "window": None}
 
 
 def norm_gain(model, layer):

@@ -9,6 +9,8 @@ A RoBERTa configured as a decoder (``is_decoder``) is causal.
 """
 from __future__ import annotations
 
+from ._linear import is_encoder
+
 
 def _base(model):
     return getattr(model, "roberta", model)
@@ -48,7 +50,7 @@ def module_output(model, layer, out):
 
 
 def mask(model, layer):
-    return {"causal": bool(getattr(model.config, "is_decoder", False)), "window": None}
+    return {"causal": not is_encoder(model.config), "window": None}
 
 
 def logits(model, layer, args, kwargs):

@@ -1,0 +1,59 @@
+"""Null transports and weights for E2: what a head would look like without training's co-adaptation.
+
+``rotation_null(heads, seed)``   ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head (each factor kept);
+``gaussian_null(heads, seed)``   Gaussian factors of the same shapes (rank ``d_h``);
+``q4_roundtrip(W, block)``       a weight matrix through symmetric 4-bit block quantisation and back
+                                 (the ablation of the GGUF models' quantisation noise).
+
+Also readable as ``connlap_lite.metrics.<name>``.  Chapters: *E2*, *Beyond*.
+"""
+from __future__ import annotations
+
+import torch
+
+from ._backend import check_int
+from .transports import HeadTransports, check_heads
+
+
+def q4_roundtrip(W: torch.Tensor, block: int = 32) -> torch.Tensor:
+    """Symmetric 4-bit block quantisation and back (like GGUF's Q4_0): per block of ``block``
+    input weights, ``scale = max|w| / 7``, ``q = clip(round(w / scale), -8, 7)``, ``w' = q scale``."""
+    if not isinstance(W, torch.Tensor) or W.ndim != 2 or not W.is_floating_point():
+        raise ValueError(f"W must be a floating (out, in) weight matrix tensor, got "
+                         f"{tuple(W.shape) if isinstance(W, torch.Tensor) else type(W).__name__}")
+    check_int(block, "block", low=1)
+    out, inp = W.shape
+    pad = (-inp) % block
+    Wp = torch.nn.functional.pad(W.float(), (0, pad)).reshape(out, -1, block)
+    scale = Wp.abs().amax(-1, keepdim=True) / 7
+    q = torch.where(scale > 0, Wp / scale.clamp_min(1e-30), torch.zeros_like(Wp)).round().clamp(-8, 7)
+    return (q * scale).reshape(out, -1)[:, :inp].to(W.dtype)
+
+
+def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
+    """The factor-rotation null: ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head.
+
+    Keeps each factor's own spectrum and breaks only their co-adaptation.  The QR factors of the
+    result come from ``heads``' own (``U R = Q_u (R_u R)``, a ``d_h x d_h`` QR), cached on it.
+    """
+    check_heads(heads)
+    check_int(seed, "seed", low=0)
+    g = torch.Generator().manual_seed(seed)
+    H, d, r = heads.U.shape
+    A = torch.randn(H, r, r, generator=g, dtype=torch.float64)
+    Q, R = torch.linalg.qr(A)
+    Q = (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]).to(heads.U.device)
+    null = HeadTransports(heads.U.double() @ Q, heads.V.double())
+    Ru, Rv = heads.cores(torch.float64)
+    null._cache[("left", torch.float64)] = torch.linalg.qr(Ru @ Q, mode="r")[1]
+    null._cache[("right", torch.float64)] = Rv
+    return null
+
+
+def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
+    """Gaussian factors of the same shapes as ``heads`` (rank ``d_h``)."""
+    check_heads(heads)
+    check_int(seed, "seed", low=0)
+    g = torch.Generator().manual_seed(seed)
+    return HeadTransports(torch.randn(heads.U.shape, generator=g, dtype=torch.float64),
+                          torch.randn(heads.V.shape, generator=g, dtype=torch.float64))
