@@ -14,12 +14,13 @@ module             idea
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
-``nulls``          null transports and weights: rotated and Gaussian heads, the 4-bit round trip
+``nulls``          nulls and ablations: rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``report``         reading reports: curves, trends against nulls, the rules and verdicts of E1-E3
 ``rules_history``  the first rules of E1-E3, replaced, and ``RULE_CHANGES`` (old, new, why)
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
+``prose``          numbers into words for the computed paragraphs: ranges, lists, counts
 ``known``          five published results about attention, reproduced (the chapter of that name);
                    a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
 ``plots``          per-layer curves against the nulls

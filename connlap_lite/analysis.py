@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from . import metrics as M
+from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
 from .adapters import describe
@@ -66,39 +67,6 @@ def separation(metric: str) -> int:
     if metric in SEP_METRICS:
         return int(metric[3:metric.index("_")])
     return 0
-
-
-def random_like(model, seed: int):
-    """The null model: ``model``'s architecture with fresh weights drawn with ``seed``."""
-    from transformers import AutoModel, AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel
-    null = auto.from_config(model.config, attn_implementation=model.config._attn_implementation)
-    return null.to(next(model.parameters()).device).eval()
-
-
-def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:
-    """Each passage's tokens permuted, the first ``sinks_fixed`` and special last token kept in place."""
-    ids = batch["input_ids"].clone()
-    g = torch.Generator().manual_seed(seed)
-    lo, hi = sinks_fixed, ids.shape[1] - (1 if sinks_fixed and ids.shape[1] > 2 else 0)
-    for row in ids:
-        perm = torch.randperm(hi - lo, generator=g) + lo
-        row[lo:hi] = row[perm]
-    return {"input_ids": ids, "attention_mask": batch["attention_mask"].clone()}
-
-
-def quantise_q4(model):
-    """Round-trip every ``nn.Linear`` weight of ``model`` through 4-bit block quantisation, in place.
-
-    Shows how much GGUF's Q4 quantisation could move a metric (chapter *E2*: does 4-bit quantisation move the defects?).
-    """
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, torch.nn.Linear):
-                module.weight.copy_(M.q4_roundtrip(module.weight))
-    return model
 
 
 def parameter_counts(model) -> tuple[int, int]:

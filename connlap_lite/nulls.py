@@ -1,11 +1,18 @@
-"""Null transports and weights for E2: what a head would look like without training's co-adaptation.
+"""Nulls: what a head, a model or a passage looks like without training, and the ablations measured beside them.
 
 ``rotation_null(heads, seed)``   ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head (each factor kept);
 ``gaussian_null(heads, seed)``   Gaussian factors of the same shapes (rank ``d_h``);
 ``q4_roundtrip(W, block)``       a weight matrix through symmetric 4-bit block quantisation and back
                                  (the ablation of the GGUF models' quantisation noise).
 
-Also readable as ``connlap_lite.metrics.<name>``.  Chapters: *E2*, *Beyond*.
+And the whole-model nulls and ablations that :func:`connlap_lite.analysis.analyze` measures beside a trained model:
+
+``random_like(model, seed)``     the same architecture with freshly initialised weights;
+``shuffled(batch, sinks_fixed)`` each passage's tokens permuted (the sink tokens kept in place);
+``quantise_q4(model)``           every linear weight of a model through ``q4_roundtrip``, in place.
+
+The first three are also readable as ``connlap_lite.metrics.<name>``, the last three as
+``connlap_lite.analysis.<name>``.  Chapters: *E1*, *E2*, *Beyond*, *Scorecard*.
 """
 from __future__ import annotations
 
@@ -57,3 +64,36 @@ def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
     g = torch.Generator().manual_seed(seed)
     return HeadTransports(torch.randn(heads.U.shape, generator=g, dtype=torch.float64),
                           torch.randn(heads.V.shape, generator=g, dtype=torch.float64))
+
+
+def random_like(model, seed: int):
+    """The null model: ``model``'s architecture with fresh weights drawn with ``seed``."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel
+    null = auto.from_config(model.config, attn_implementation=model.config._attn_implementation)
+    return null.to(next(model.parameters()).device).eval()
+
+
+def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:
+    """Each passage's tokens permuted, the first ``sinks_fixed`` and special last token kept in place."""
+    ids = batch["input_ids"].clone()
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = sinks_fixed, ids.shape[1] - (1 if sinks_fixed and ids.shape[1] > 2 else 0)
+    for row in ids:
+        perm = torch.randperm(hi - lo, generator=g) + lo
+        row[lo:hi] = row[perm]
+    return {"input_ids": ids, "attention_mask": batch["attention_mask"].clone()}
+
+
+def quantise_q4(model):
+    """Round-trip every ``nn.Linear`` weight of ``model`` through 4-bit block quantisation, in place.
+
+    Shows how much GGUF's Q4 quantisation could move a metric (chapter *E2*: does 4-bit quantisation move the defects?).
+    """
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.weight.copy_(q4_roundtrip(module.weight))
+    return model

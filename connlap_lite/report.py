@@ -71,6 +71,15 @@ def values_of(report, metric: str, condition: str = "trained", name: str = "repo
     return values
 
 
+def layer_means(report: dict, metric: str, condition: str = "trained") -> np.ndarray:
+    """One number per layer: the mean over passages (walk and data metrics) or over heads (head metrics).
+
+    >>> layer_means({"conditions": {"trained": {"tv": [[0.2, 0.4], [0.1, 0.3]]}}}, "tv")
+    array([0.3, 0.2])
+    """
+    return np.array([float(np.mean(v)) for v in values_of(report, metric, condition)])
+
+
 def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot: int = 1000):
     """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
     values = values_of(report, metric, condition)
@@ -83,7 +92,7 @@ def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot
 
 def depth_trend(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
     """Spearman's rho of the per-layer mean against depth, and its p-value (layers taken as independent)."""
-    means = layer_curve(report, metric, condition, n_boot=1)[0]
+    means = layer_means(report, metric, condition)
     return spearman(range(len(means)), means)
 
 

@@ -29,7 +29,7 @@ from .stream import norm_weighted_walk, residual_stream, transported
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
 SCHEMA = "2026-11-30.2"
-NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: analysis.random_like(model, 1000)
+NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
 
 
 def _lists(x: torch.Tensor) -> list:
@@ -164,7 +164,7 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
 
     Chapter: *Known results, reproduced*.
     """
-    from ..analysis import random_like
+    from ..nulls import random_like
 
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                 eps=EPS, null_seed=NULL_SEED)

@@ -1,0 +1,86 @@
+"""Numbers into words for the chapters' computed paragraphs: one way to say a range, a list and a count.
+
+The empirical chapters write their descriptive paragraphs from the numbers (and glue them into the page),
+so that the text cannot go stale; these are the few phrases they share.
+
+>>> span([0.613, 0.8349])
+'0.61 to 0.83'
+>>> names(["gpt2", "bert", "llama"])
+'gpt2, bert and llama'
+>>> who(["b"], among=["a", "b", "c"], noun="decoder")
+'1 of 3 decoders (b)'
+>>> layers_of([3, 4, 7])
+'layers 3, 4 and 7'
+
+Chapters: *E1*, *E2*, *Beyond E1-E3*, *Scorecard*, *Performance*.
+"""
+from __future__ import annotations
+
+__all__ = ["span", "names", "who", "tally", "layers_of"]
+
+
+def span(values, fmt: str = "{:.2f}") -> str:
+    """``'0.61 to 0.83'``, or one number when the smallest and the largest round alike.
+
+    >>> span([1.004, 0.998])
+    '1.00'
+    >>> span([3, 12], fmt="{:d}")
+    '3 to 12'
+    """
+    values = list(values)
+    if not values:
+        raise ValueError("values must hold at least one number")
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def names(items, empty: str = "none") -> str:
+    """``'a'``, ``'a and b'``, ``'a, b and c'``; ``empty`` for none.
+
+    >>> names([]), names(["a"]), names(["a", "b"])
+    ('none', 'a', 'a and b')
+    """
+    items = [str(i) for i in items]
+    if not items:
+        return empty
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def who(members, among, noun: str = "model", listed: bool = True) -> str:
+    """How many of ``among`` are in ``members``, in words: ``'every model'``, ``'no decoder'``, ``'the model'``
+    (one of one), or ``'2 of 3 decoders (a, b)'`` (without the parenthesis if not ``listed``).
+
+    >>> who(["a", "b"], among=["a", "b"]), who([], among=["a", "b"], noun="decoder")
+    ('every model', 'no decoder')
+    >>> who(["a"], among=["a", "b", "c"], listed=False)
+    '1 of 3 models'
+    """
+    among = list(among)
+    chosen = [m for m in among if m in set(members)]
+    if len(chosen) == len(among):
+        return f"every {noun}" if len(among) > 1 else f"the {noun}"
+    if not chosen:
+        return f"no {noun}"
+    return f"{len(chosen)} of {len(among)} {noun}s" + (f" ({', '.join(map(str, chosen))})" if listed else "")
+
+
+def tally(flags, noun: str = "model") -> str:
+    """How many of ``flags`` are true, in words, for a list of one flag per model: ``'2 of 4 models'``.
+
+    >>> tally([True, False, True, True]), tally([True, True])
+    ('3 of 4 models', 'every model')
+    """
+    flags = [bool(f) for f in flags]
+    return who([i for i, f in enumerate(flags) if f], among=range(len(flags)), noun=noun, listed=False)
+
+
+def layers_of(layers) -> str:
+    """``'layer 5'`` or ``'layers 3, 4 and 7'``.
+
+    >>> layers_of([5])
+    'layer 5'
+    """
+    layers = [str(int(layer)) for layer in layers]
+    if not layers:
+        raise ValueError("layers must hold at least one layer index")
+    return f"layer {layers[0]}" if len(layers) == 1 else "layers " + names(layers)
