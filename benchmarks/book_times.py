@@ -151,8 +151,28 @@ def _make_book(args) -> dict:
     else:
         log, cache_at_start = Path(args.from_book_log), args.book_cache
     parsed = parse_book_log(log.read_text(errors="replace"))
+    folder = Path(args.book_cache_dir) if getattr(args, "book_cache_dir", None) else cache
     return {**parsed, "log": C.portable(log), "cache_at_start": cache_at_start, "note": args.book_note,
+            "measurements": measurements(folder / "measurements") if cache_at_start == "empty" else [],
             "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def measurements(folder: Path) -> list[dict]:
+    """What each cached ``analyze`` report cost: model, setting and seconds (the reports record their own time).
+
+    After a build from an empty cache these are the build's measurements, so the cost of a larger setting can be
+    read from them (forward passes and per-passage metrics grow with the passages).
+    """
+    rows = []
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            r = json.loads(f.read_text())
+            rows.append({"model": r["model"], "passages": r["passages"], "tokens": r["tokens"], "corpus": r.get("corpus"),
+                         "conditions": sorted(r["conditions"]), "q4": r.get("q4", False), "bos": r.get("bos"),
+                         "seconds": float(r["seconds"])})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue                                   # not a report (a lock, a half-written file): not counted
+    return rows
 
 
 def run(args) -> dict:
@@ -223,6 +243,8 @@ def main(argv=None):
     ap.add_argument("--book-cache", default="empty", choices=("empty", "warm"),
                     help="with --from-book-log: the model cache when that build started (default empty)")
     ap.add_argument("--book-note", default="", help="what else ran on the machine during the build, if anything")
+    ap.add_argument("--book-cache-dir", default=None,
+                    help="with --from-book-log: the CONNLAP_CACHE that build used (its reports' seconds are read)")
     ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")
     ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json)")
     return run(ap.parse_args(argv))

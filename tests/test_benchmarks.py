@@ -108,7 +108,16 @@ def test_book_times_reads_a_make_book_log(tmp_path):
     assert parsed == {"notebooks": {"book/theory/walks.ipynb": 3.25}, "failed": ["book/empirical/beyond.ipynb"],
                       "seconds": 3100.0, "returncode": 0}
     res = mod.main(["--from-book-log", str(log), "--list-only", "--json", str(tmp_path / "b.json")])
+    cache = tmp_path / "cache" / "measurements"
+    cache.mkdir(parents=True)
+    (cache / "m-1.json").write_text(json.dumps({"model": "m", "passages": 16, "tokens": 128, "corpus": "pydoc",
+                                                "conditions": {"trained": {}, "random0": {}}, "seconds": 12.5}))
+    (cache / "m-2.json").write_text("{not json")
+    res = mod.main(["--from-book-log", str(log), "--book-cache-dir", str(tmp_path / "cache"), "--list-only",
+                    "--json", str(tmp_path / "b.json")])
     assert res["make_book"]["seconds"] == 3100.0 and res["make_book"]["cache_at_start"] == "empty"
+    assert [(m["model"], m["seconds"], m["conditions"]) for m in res["make_book"]["measurements"]] == \
+        [("m", 12.5, ["random0", "trained"])]
     goal = [g for g in res["goals"] if "make book" in g["what"]]
     assert [g["met"] for g in goal] == [True, False] and "beyond" in goal[1]["reason"]   # in time, but a page failed
     log.write_text(log.read_text().replace("WARNING: Executing notebook failed: CellTimeoutError", "Executed"))
