@@ -10,6 +10,7 @@ module             idea
 ``models``         the offline model zoo and its random-init nulls
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
+``rebuild``        a layer's attention rebuilt from its query-key scores and masks
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
