@@ -232,6 +232,9 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     if missing:
         raise ValueError(f"groups must number the groups 0..{G - 1} without gaps; group {missing[0]} has no head")
     H, d, r = heads.U.shape
+    w = weights.to(device=heads.U.device, dtype=dt)
+    if groups.tolist() == list(range(H)) and H * r <= d and w.device.type == "cpu" and not w.requires_grad:
+        return _gated_triangular(w, heads)
     key = ("gated-gram", dt, tuple(groups.tolist()))
     if key not in heads._cache:
         U, V = heads.U.to(dt), heads.V.to(dt)
@@ -242,7 +245,6 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
         Rv = torch.linalg.qr(Vg.T, mode="r")[1].contiguous()                  # (min(d, G d_h), G d_h)
         heads._cache[key] = (gram, Rv)
     gram, Rv = heads._cache[key]
-    w = weights.to(device=gram.device, dtype=dt)
     m = w.shape[0]
     if groups.tolist() == list(range(H)):                                     # MHA: block (h, k) times w_h w_k
         wr = w.repeat_interleave(r, 1)
@@ -255,6 +257,33 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
         X = (pairs @ blocks).reshape(m, G, G, r, r).permute(0, 1, 3, 2, 4)
     core = Rv @ X.reshape(m, G * r, G * r) @ Rv.T
     return _eigvalsh(core).clamp_min(0).sqrt().flip(-1)
+
+
+def _gated_triangular(w: torch.Tensor, heads: HeadTransports) -> torch.Tensor:
+    """:func:`gated_singular_values` of MHA heads with ``H d_h <= d``, on the CPU, in half the flops.
+
+    With the thin QRs ``[U_1 ... U_H] = Q_u R_u`` and ``[V_1; ...; V_H]^T = Q_v R_v`` (both ``R`` square and
+    triangular here, cached on ``heads``), ``T = Q_u C Q_v^T`` with ``C = R_u diag(w (x) 1) R_v^T``: one
+    triangular product (BLAS ``trmm``) and one symmetric rank-k update ``C^T C`` (``syrk``) per edge
+    instead of two general products, then the same eigen-solve.
+    """
+    from scipy.linalg import blas
+
+    H, d, r = heads.U.shape
+    key = ("gated-tri", torch.float64)
+    if key not in heads._cache:
+        U, V = heads.U.to(torch.float64), heads.V.to(torch.float64)
+        Ru = torch.linalg.qr(U.permute(1, 0, 2).reshape(d, H * r), mode="r")[1]
+        Rv = torch.linalg.qr(V.reshape(H * r, d).T, mode="r")[1]
+        heads._cache[key] = (np.asfortranarray(Ru.cpu().numpy()), Rv.T.cpu().numpy())
+    Ru, RvT = heads._cache[key]
+    wr = w.repeat_interleave(r, 1).numpy()
+    K = np.empty((w.shape[0], H * r, H * r))
+    for k in range(w.shape[0]):
+        C = blas.dtrmm(1.0, Ru, np.asfortranarray(RvT * wr[k][:, None]), lower=0, overwrite_b=1)
+        K[k] = blas.dsyrk(1.0, C, trans=1, lower=0)                           # upper triangle of C^T C
+    ev = torch.from_numpy(np.linalg.eigvalsh(K, UPLO="U"))
+    return ev.clamp_min(0).sqrt().flip(-1)
 
 
 def _eigvalsh(K: torch.Tensor) -> torch.Tensor:

@@ -110,7 +110,8 @@ def test_cores_and_distinct_reads():
     assert rel(odd.cores(F64)[1].transpose(1, 2) @ odd.cores(F64)[1], odd.V @ odd.V.transpose(1, 2)) < 1e-13
 
 
-@pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3), (6, 1, 9, 2), (2, 2, 5, 4)])
+@pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3), (6, 1, 9, 2), (2, 2, 5, 4), (3, 3, 10, 2),
+                                     (4, 4, 8, 2)])
 def test_gated_singular_values_against_the_dense_svd(H, G, d, r):
     heads = heads_of(H, G, d, r, seed=H * 10 + G)
     w = torch.rand(5, H, generator=torch.Generator().manual_seed(5), dtype=F64) * H
@@ -144,7 +145,7 @@ def dense_edge_defect(A, heads, i, j):
     return float(M.rank_free_defect(torch.linalg.svdvals(T)))
 
 
-@pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3), (6, 1, 9, 2), (4, 4, 8, 2)])
+@pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3), (6, 1, 9, 2), (4, 4, 8, 2), (3, 3, 10, 2)])
 def test_edge_defects_against_the_dense_svd(H, G, d, r):
     heads = heads_of(H, G, d, r, seed=H + 7 * G)
     g = torch.Generator().manual_seed(H * G)
