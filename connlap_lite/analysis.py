@@ -154,15 +154,17 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     return out
 
 
-def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, gaussian) -> dict:
-    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' (``twin``'s heads
-    and the Gaussian heads ``gaussian``) on the same inputs."""
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "M.HeadTransports"]:
+    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs; and
+    the Gaussian null's heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size;
+    ``measure`` reuses them for ``head_defect_gaussian``)."""
     Xk = X[:, keep]
-    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1),
-           "data_defect_gaussian": M.data_isometry_defect(gaussian, Xk).mean(-1)}
+    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1)}
     if twin is not None:
         out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
-    return out
+    gaussian = M.gaussian_null(heads, seed)
+    out["data_defect_gaussian"] = M.data_isometry_defect(gaussian, Xk).mean(-1)
+    return out, gaussian
 
 
 def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
@@ -230,19 +232,21 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         gain = lw.gain
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
         res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
-        gaussian = M.gaussian_null(heads, lw.layer) if head_nulls else None   # drawn once: E2's two Gaussian nulls
         if head_nulls:
             res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
-            res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
         res["copy"].append(M.copy_score(heads).tolist())
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
         res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
-        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
         if head_nulls:
             other = None if twin is None else head_transports(twin, lw.layer).to(dtype=heads.U.dtype)
-            for k, v in _data_defects(heads, X, keep, other, gaussian).items():
+            values, gaussian = _data_defects(heads, X, keep, other, lw.layer)
+            for k, v in values.items():
                 res[k].append(v.tolist())
+            # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
+            res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
+            del gaussian
+        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
     return {k: v for k, v in res.items() if v}
 
 

@@ -235,26 +235,28 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     w = weights.to(device=heads.U.device, dtype=dt)
     if groups.tolist() == list(range(H)) and H * r <= d and w.device.type == "cpu" and not w.requires_grad:
         return _gated_triangular(w, heads)
+    mha = groups.tolist() == list(range(H))
     key = ("gated-gram", dt, tuple(groups.tolist()))
     if key not in heads._cache:
         U, V = heads.U.to(dt), heads.V.to(dt)
         flat = U.permute(1, 0, 2).reshape(d, H * r)
         gram = flat.T @ flat                                                  # blocks U_h^T U_k
+        if not mha:                                                           # kept as (H H, d_h d_h) blocks
+            gram = gram.reshape(H, r, H, r).permute(0, 2, 1, 3).reshape(H * H, r * r)
         first = [int(torch.nonzero(groups == g)[0]) for g in range(G)]
         Vg = torch.cat([V[h] for h in first], 0)                              # (G d_h, d)
         Rv = torch.linalg.qr(Vg.T, mode="r")[1].contiguous()                  # (min(d, G d_h), G d_h)
         heads._cache[key] = (gram, Rv)
     gram, Rv = heads._cache[key]
     m = w.shape[0]
-    if groups.tolist() == list(range(H)):                                     # MHA: block (h, k) times w_h w_k
+    if mha:                                                                   # MHA: block (h, k) times w_h w_k
         wr = w.repeat_interleave(r, 1)
         X = (gram[None] * wr[:, :, None]).mul_(wr[:, None, :])
     else:                                                                     # summed into blocks (g(h), g(k)):
         Wg = torch.zeros(m, H, G, dtype=dt, device=gram.device)               # one product with the Gram's blocks
         Wg[:, torch.arange(H, device=gram.device), groups.to(gram.device)] = w
         pairs = torch.einsum("mhg,mkf->mgfhk", Wg, Wg).reshape(m, G * G, H * H)
-        blocks = gram.reshape(H, r, H, r).permute(0, 2, 1, 3).reshape(H * H, r * r)
-        X = (pairs @ blocks).reshape(m, G, G, r, r).permute(0, 1, 3, 2, 4)
+        X = (pairs @ gram).reshape(m, G, G, r, r).permute(0, 1, 3, 2, 4)
     core = Rv @ X.reshape(m, G * r, G * r) @ Rv.T
     return _eigvalsh(core).clamp_min(0).sqrt().flip(-1)
 
@@ -278,12 +280,11 @@ def _gated_triangular(w: torch.Tensor, heads: HeadTransports) -> torch.Tensor:
         heads._cache[key] = (np.asfortranarray(Ru.cpu().numpy()), Rv.T.cpu().numpy())
     Ru, RvT = heads._cache[key]
     wr = w.repeat_interleave(r, 1).numpy()
-    K = np.empty((w.shape[0], H * r, H * r))
-    for k in range(w.shape[0]):
+    ev = np.empty((w.shape[0], H * r))
+    for k in range(w.shape[0]):                          # one edge at a time: one d_h H-square core alive
         C = blas.dtrmm(1.0, Ru, np.asfortranarray(RvT * wr[k][:, None]), lower=0, overwrite_b=1)
-        K[k] = blas.dsyrk(1.0, C, trans=1, lower=0)                           # upper triangle of C^T C
-    ev = torch.from_numpy(np.linalg.eigvalsh(K, UPLO="U"))
-    return ev.clamp_min(0).sqrt().flip(-1)
+        ev[k] = np.linalg.eigvalsh(blas.dsyrk(1.0, C, trans=1, lower=0), UPLO="U")   # upper triangle of C^T C
+    return torch.from_numpy(ev).clamp_min(0).sqrt().flip(-1)
 
 
 def _eigvalsh(K: torch.Tensor) -> torch.Tensor:
