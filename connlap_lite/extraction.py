@@ -185,7 +185,10 @@ class LayerWalks:
     def walk(self, i: int, dtype: torch.dtype | None = None) -> ConnectionWalk:
         """Passage ``i``'s multi-head walk (T2) on its real tokens.
 
-        Half precision is upcast to float32 unless ``dtype`` says otherwise.
+        Half precision is upcast to float32 unless ``dtype`` says otherwise.  The walk's gates
+        (``walk.transport.weights``) are not stored beside the attention: they are read from it as the
+        walk is applied, the same numbers, and formed in full only when asked for or when
+        :func:`attention_walks` moves on to the next layer while the walk is still alive.
         """
         i = self._passage(i)
         check_float_dtype(dtype)
