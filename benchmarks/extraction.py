@@ -201,7 +201,8 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
         spec = {"name": name, "B": B, "n": n}
         t = _job({"kind": "time", "model": spec, "rounds": rounds,
                   "variants": ["floor", "forward", "walks", "walks_eager"]}, None, quick)
-        tm = _job({"kind": "time", "model": spec, "rounds": mrounds, "variants": ["floor", "metrics", "edges"]}, None, quick)
+        tm = _job({"kind": "time", "model": spec, "rounds": mrounds, "variants": ["floor", "metrics", "edges"]},
+                  None, quick)
         mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, None, quick)
                for v in ("floor", "forward", "walks", "walks_eager", "metrics")}
         row = {"model": name, "B": B, "n": n, **{k: t[k] for k in ("layers", "heads", "d", "weight_bytes",

@@ -326,7 +326,8 @@ def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
             raise ValueError(f"{name} must be int token indices of shape {'(m,)' if single else f'({B}, m)'}, the "
                              f"same for rows and cols, got {tuple(x.shape)} {x.dtype}")
         if x.numel() and not (0 <= int(x.min()) and int(x.max()) < n):
-            raise ValueError(f"{name} must be token indices in [0, {n}), got values from {int(x.min())} to {int(x.max())}")
+            raise ValueError(f"{name} must be token indices in [0, {n}), got values from {int(x.min())} "
+                             f"to {int(x.max())}")
     rows, cols = (x.reshape(B, -1) for x in (rows, cols))
     a = A[torch.arange(B, device=A.device)[:, None], :, rows, cols].double()   # (B, m, H): the heads on each edge
     S = a.sum(-1, keepdim=True)

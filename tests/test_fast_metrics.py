@@ -163,8 +163,8 @@ def test_edge_defects_against_the_dense_svd(H, G, d, r):
         assert float((M.edge_defects(A[b], heads, rows[b], cols[b]) - got[b]).abs().max()) < 1e-13
     # float32 attention (as a model's): the gates are taken in float64 from the float32 values
     A32 = A.float()
-    assert float((M.edge_defects(A32, heads, rows, cols) - M.edge_defects(A32.double(), heads, rows, cols)).abs().max()) \
-        < 1e-13
+    diff = M.edge_defects(A32, heads, rows, cols) - M.edge_defects(A32.double(), heads, rows, cols)
+    assert float(diff.abs().max()) < 1e-13
 
 
 def test_edge_defects_of_an_edge_no_head_attends_is_nan_and_bad_edges_are_named():
