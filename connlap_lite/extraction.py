@@ -9,9 +9,10 @@ forward is stopped at its next attention module, and the hooks are removed, what
 The attention probabilities are rebuilt from the module's inputs (``attention="logits"``,
 :mod:`connlap_lite.rebuild`): the family's adapter gives the layer's scaled query-key scores, the
 causal, sliding-window and padding masks are applied and the softmax is taken in float32 (float64
-for a float64 model), in place, when the reader first asks for ``lw.attention``.  So the model runs with PyTorch's fused attention (SDPA)
-and never returns its attention, and only one layer's ``(B, H, n, n)`` attention is alive at a time,
-even while the reader holds the previous layer's :class:`LayerWalks`.  ``attention="eager"`` reads
+for a float64 model), in place, when the reader first asks for ``lw.attention``.  So the model runs
+with PyTorch's fused attention (SDPA) and never returns its attention, and only one layer's
+``(B, H, n, n)`` attention is alive at a time, even while the reader holds the previous layer's
+:class:`LayerWalks`.  ``attention="eager"`` reads
 instead the weights an eager-attention model returns (the reference the rebuilt ones are tested
 against).
 
