@@ -11,6 +11,7 @@ module             idea
 ``offline``        the offline models' packages, pinned files and their checked assembly
 ``adapters``       one small module per architecture family
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
+``rebuild``        a layer's attention rebuilt from its query-key scores and masks
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)

@@ -122,35 +122,29 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     return out
 
 
-def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> dict:
-    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs."""
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "M.HeadTransports"]:
+    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs; and
+    the Gaussian null's heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size;
+    ``measure`` reuses them for ``head_defect_gaussian``)."""
     Xk = X[:, keep]
-    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1),
-           "data_defect_gaussian": M.data_isometry_defect(M.gaussian_null(heads, seed), Xk).mean(-1)}
+    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1)}
     if twin is not None:
         out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
-    return out
+    gaussian = M.gaussian_null(heads, seed)
+    out["data_defect_gaussian"] = M.data_isometry_defect(gaussian, Xk).mean(-1)
+    return out, gaussian
 
 
 def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the
-    layer's float64 head-mean walks)."""
-    out = []
-    groups = lw.transports.groups
-    for i in range(min(EDGE_PASSAGES, walks.shape[0])):
-        P = walks[i]
-        mask = torch.ones_like(P, dtype=torch.bool)
-        mask.fill_diagonal_(False)
-        mask[:, sinks] = False
-        mask[sinks, :] = False
-        flat = torch.where(mask, P, torch.zeros_like(P)).flatten()
-        top = flat.topk(EDGES).indices
-        r, c = top // P.shape[1], top % P.shape[1]
-        a = lw.attention[i][:, r, c].double()                 # (H, m): each head's weight on the m edges
-        gates = a.T / a.sum(0)[:, None]                       # (m, H)
-        s = M.gated_singular_values(a.shape[0] * gates, lw.transports, groups)
-        out.append(M.rank_free_defect(s).mean())
-    return torch.stack(out)
+    layer's float64 head-mean walks); every edge of the measured passages in one :func:`metrics.edge_defects` call."""
+    k, n = min(EDGE_PASSAGES, walks.shape[0]), walks.shape[-1]
+    mask = torch.ones(n, n, dtype=torch.bool, device=walks.device)
+    mask.fill_diagonal_(False)
+    mask[:, sinks] = False
+    mask[sinks, :] = False
+    top = torch.where(mask, walks[:k], torch.zeros((), dtype=walks.dtype)).flatten(1).topk(EDGES).indices
+    return M.edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
 
 
 def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
@@ -208,16 +202,19 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
         if head_nulls:
             res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
-            res["head_defect_gaussian"].append(M.scaled_isometry_defect(M.gaussian_null(heads, lw.layer)).tolist())
         res["copy"].append(M.copy_score(heads).tolist())
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
         res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
-        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
         if head_nulls:
             other = None if twin is None else head_transports(twin, lw.layer).to(dtype=heads.U.dtype)
-            for k, v in _data_defects(heads, X, keep, other, lw.layer).items():
+            values, gaussian = _data_defects(heads, X, keep, other, lw.layer)
+            for k, v in values.items():
                 res[k].append(v.tolist())
+            # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
+            res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
+            del gaussian
+        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
     return {k: v for k, v in res.items() if v}
 
 

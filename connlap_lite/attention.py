@@ -250,14 +250,17 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
     H = A.shape[0]
     if heads.n_heads != H:
         raise ValueError(f"A has {H} heads but heads has {heads.n_heads}; pass one transport per head")
-    if bool((A < 0).any()):
+    if A.numel() and float(A.amin()) < 0:              # one reduction: no (H, n, n) mask
         raise ValueError("A must be nonnegative (attention probabilities)")
     return _gated_walk(A, heads, offset, numpy)
 
 
-def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False) -> ConnectionWalk:
+def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False,
+                lazy: bool = False) -> ConnectionWalk:
     """The walk of T2 from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
-    (patterns that the caller computed and no one else holds) and their weights are not checked again."""
+    (patterns that the caller computed and no one else holds) and their weights are not checked again;
+    with ``lazy`` they are read from ``A`` as they are needed (``MixtureTransport._gated``), never stored
+    beside it (``A`` must then stay unchanged while the walk uses it)."""
     H = A.shape[0]
     S = A.sum(0)
     # H * gamma^h = A^h * (H / S); where S = 0 every A^h is 0 (A >= 0), so the weight is 0 there too
@@ -265,6 +268,8 @@ def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, 
     P = S / H
     if own:
         return ConnectionWalk(P, MixtureTransport._trusted(A.mul_(scale), heads), offset=offset, numpy=numpy)
+    if lazy and A.dtype == heads.U.dtype:
+        return ConnectionWalk(P, MixtureTransport._gated(A, scale, heads), offset=offset, numpy=numpy)
     return ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset, numpy=numpy)
 
 

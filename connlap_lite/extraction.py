@@ -6,12 +6,13 @@ reader and waits until the reader asks for the next layer.  So no module runs tw
 hooks and the thread live in a context manager: when the reader stops early or fails, the
 forward is stopped at its next attention module, and the hooks are removed, whatever happens.
 
-The attention probabilities are rebuilt from the module's inputs (``attention="logits"``): the
-family's adapter gives the layer's scaled query-key scores, the causal, sliding-window and padding
-masks are applied and the softmax is taken in float32 (float64 for a float64 model), in place, when
-the reader first asks for ``lw.attention``.  So the model runs with PyTorch's fused attention (SDPA)
-and never returns its attention, and only one layer's ``(B, H, n, n)`` attention is alive at a time,
-even while the reader holds the previous layer's :class:`LayerWalks`.  ``attention="eager"`` reads
+The attention probabilities are rebuilt from the module's inputs (``attention="logits"``,
+:mod:`connlap_lite.rebuild`): the family's adapter gives the layer's scaled query-key scores, the
+causal, sliding-window and padding masks are applied and the softmax is taken in float32 (float64
+for a float64 model), in place, when the reader first asks for ``lw.attention``.  So the model runs
+with PyTorch's fused attention (SDPA) and never returns its attention, and only one layer's
+``(B, H, n, n)`` attention is alive at a time, even while the reader holds the previous layer's
+:class:`LayerWalks`.  ``attention="eager"`` reads
 instead the weights an eager-attention model returns (the reference the rebuilt ones are tested
 against).
 
@@ -21,15 +22,17 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
 import torch
 
-from ._backend import _all_finite, check_float_dtype
+from ._backend import check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
-from .attention import walk_from_heads
+from .attention import _gated_walk, walk_from_heads
+from .rebuild import _check_finite, _rebuild, allowed_pairs, probabilities  # noqa: F401 (importable from here)
 from .transports import HeadTransports
 from .walks import ConnectionWalk
 
@@ -155,6 +158,7 @@ class LayerWalks:
         self.tokens = tokens
         self.mask = {} if mask is None else mask
         self.gain = gain
+        self._lazy: list = []         # the walks' transports that read their gates from the attention
 
     @property
     def attention(self) -> torch.Tensor:
@@ -163,7 +167,13 @@ class LayerWalks:
         return self._attention
 
     def _release(self) -> None:
-        """Drop the built attention if it can be built again (nothing is lost; memory is freed)."""
+        """Drop the built attention if it can be built again (nothing is lost; memory is freed); the walks
+        still alive that read their gates from it form their own first."""
+        for ref in self._lazy:
+            transport = ref()
+            if transport is not None:
+                transport._own()
+        self._lazy = []
         if self._build is not None:
             self._attention = None
 
@@ -176,7 +186,10 @@ class LayerWalks:
     def walk(self, i: int, dtype: torch.dtype | None = None) -> ConnectionWalk:
         """Passage ``i``'s multi-head walk (T2) on its real tokens.
 
-        Half precision is upcast to float32 unless ``dtype`` says otherwise.
+        Half precision is upcast to float32 unless ``dtype`` says otherwise.  The walk's gates
+        (``walk.transport.weights``) are not stored beside the attention: they are read from it as the
+        walk is applied, the same numbers, and formed in full only when asked for or when
+        :func:`attention_walks` moves on to the next layer while the walk is still alive.
         """
         i = self._passage(i)
         check_float_dtype(dtype)
@@ -191,7 +204,14 @@ class LayerWalks:
         A = A.to(dtype)
         heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
-        return walk_from_heads(A, heads, offset=offset)
+        lo, hi = torch.aminmax(A) if A.numel() else (torch.zeros(()), torch.zeros(()))
+        if not (bool(torch.isfinite(lo) & torch.isfinite(hi)) and float(lo) >= 0):
+            return walk_from_heads(A, heads, offset=offset)          # its checks name what is wrong
+        # the gates are read from the attention as the walk needs them (no second (H, n, n) array); when
+        # the stream moves on, a walk still alive forms and keeps its own (see _release)
+        walk = _gated_walk(A, heads, offset, False, lazy=True)
+        self._lazy.append(weakref.ref(walk.transport))
+        return walk
 
     def section(self, i: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         """The input section of passage ``i`` on its real tokens, ``(n_i, d)``."""
@@ -272,68 +292,8 @@ def _forward_options(model) -> dict:
     return options
 
 
-def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
-    """Stop where NaN or inf arises (half precision overflowing), naming the layer and the dtype."""
-    if t is None:
-        raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; "
-                           "attention='eager' needs the model loaded with attn_implementation='eager' "
-                           "(connlap_lite.load_model(name, attn_implementation='eager'))")
-    if t.numel() and not _all_finite(t):                # one reduction, no tensor of t's size
-        bad = int((~torch.isfinite(t)).sum())
-        if t.dtype in (torch.float16, torch.bfloat16) or getattr(model, "dtype", None) in (torch.float16,
-                                                                                             torch.bfloat16):
-            why = ("the activations overflow this precision; load the model with dtype=torch.bfloat16 "
-                   "(float32's range) or dtype=torch.float32")
-        else:
-            why = "its weights or the batch give non-finite activations; check the weights (a torn or corrupted file?)"
-        raise ValueError(f"layer {layer} of {type(model).__name__}: its {what} hold {bad} NaN or inf entries in "
-                         f"{t.dtype}; {why}")
-
-
 def _device_of(model):
     return next(model.parameters()).device
-
-
-def allowed_pairs(tokens: torch.Tensor, mask: dict) -> torch.Tensor:
-    """Which query-key pairs a layer lets attend: ``(B, 1, n, n)`` bool.
-
-    ``tokens`` is the batch's ``(B, n)`` real-token mask (padding keys are never attended);
-    ``mask`` is the adapter's ``{"causal": bool, "window": int | None}``: causal keeps keys
-    ``j <= i``; a window ``w`` keeps keys fewer than ``w`` positions from the query
-    (``i - j < w``, as Hugging Face's sliding-window layers do).
-
-    >>> tokens = torch.tensor([[True, True, True, False]])
-    >>> allowed_pairs(tokens, {"causal": True, "window": 2})[0, 0].int().tolist()
-    [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 0]]
-    """
-    n = tokens.shape[1]
-    i = torch.arange(n, device=tokens.device)[:, None]
-    j = torch.arange(n, device=tokens.device)[None, :]
-    ok = torch.ones(n, n, dtype=torch.bool, device=tokens.device)
-    if mask.get("causal"):
-        ok &= j <= i
-    window = mask.get("window")
-    if window is not None:
-        ok &= (i - j < window) if mask.get("causal") else ((i - j).abs() < window)
-    return ok[None, None] & tokens.bool()[:, None, None, :]
-
-
-def probabilities(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Softmax over keys of the masked ``logits``, in float32 (float64 kept), overwriting ``logits`` when it
-    already has that dtype: one ``(B, H, n, n)`` tensor, masked pairs exactly 0.
-
-    A query with no allowed key (a padding query before any real token) gets a row of zeros.
-
-    >>> s = torch.tensor([[[[0.0, 0.0], [1.0, 1.0]]]])
-    >>> probabilities(s, allowed_pairs(torch.tensor([[True, True]]), {"causal": True})).tolist()
-    [[[[1.0, 0.0], [0.5, 0.5]]]]
-    """
-    x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
-    x.masked_fill_(~allowed, float("-inf"))
-    top = x.amax(-1, keepdim=True)
-    top.masked_fill_(top == float("-inf"), 0.0)
-    x.sub_(top).exp_()
-    return x.div_(x.sum(-1, keepdim=True).clamp_min_(torch.finfo(x.dtype).tiny))
 
 
 ATTENTION = ("auto", "logits", "eager")
@@ -415,13 +375,3 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None
-
-
-def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
-    """A function of no argument that builds layer ``layer``'s attention from the module's inputs."""
-    def build() -> torch.Tensor:
-        with torch.no_grad():
-            A = probabilities(adapter.logits(model, layer, args, kwargs), allowed_pairs(tokens, mask))
-        _check_finite(model, layer, "attention", A)
-        return A
-    return build

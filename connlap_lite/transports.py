@@ -241,20 +241,34 @@ class MixtureTransport(Transport):
     """
 
     def __init__(self, weights, heads: HeadTransports):
-        self.weights = to_tensor(weights, "weights", ndim=3)
+        weights = to_tensor(weights, "weights", ndim=3)
         check_heads(heads)
-        if self.weights.shape[0] != heads.n_heads:
-            raise ValueError(f"weights has {self.weights.shape[0]} heads but heads has {heads.n_heads}; "
+        if weights.shape[0] != heads.n_heads:
+            raise ValueError(f"weights has {weights.shape[0]} heads but heads has {heads.n_heads}; "
                              "pass one weight matrix per head transport")
-        if self.weights.dtype != heads.U.dtype:
-            dt = torch.promote_types(self.weights.dtype, heads.U.dtype)
-            self.weights, heads = self.weights.to(dt), heads.to(dtype=dt)
+        if weights.dtype != heads.U.dtype:
+            dt = torch.promote_types(weights.dtype, heads.U.dtype)
+            weights, heads = weights.to(dt), heads.to(dtype=dt)
+        self._weights, self._base, self._scale = weights, None, None
         self.heads = heads
         self.d = heads.d
 
     @property
+    def weights(self) -> torch.Tensor:
+        """The ``(H, n, n)`` weights; for a transport made by :meth:`_gated`, formed on first access."""
+        if self._weights is None:
+            self._weights = self._base * self._scale
+            self._base = self._scale = None
+        return self._weights
+
+    @property
+    def weights_shape(self) -> tuple:
+        """``(H, n, n)``, without forming the weights."""
+        return tuple((self._base if self._weights is None else self._weights).shape)
+
+    @property
     def dtype(self):
-        return self.weights.dtype
+        return (self._base if self._weights is None else self._weights).dtype
 
     @classmethod
     def _trusted(cls, weights: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
@@ -263,20 +277,42 @@ class MixtureTransport(Transport):
         if weights.dtype != heads.U.dtype or weights.ndim != 3 or weights.shape[0] != heads.n_heads:
             return cls(weights, heads)
         t = cls.__new__(cls)
-        t.weights, t.heads, t.d = weights, heads, heads.d
+        t._weights, t._base, t._scale, t.heads, t.d = weights, None, None, heads, heads.d
         return t
+
+    @classmethod
+    def _gated(cls, base: torch.Tensor, scale: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+        """Weights ``base * scale`` (``(H, n, n)`` times ``(n, n)``) never stored: each block of rows that
+        :meth:`apply` uses is formed on the fly (the same numbers), and :attr:`weights` forms them all on first
+        access.  For checked patterns of the heads' dtype (:meth:`connlap_lite.LayerWalks.walk`'s), so that a
+        walk is built without a second ``(H, n, n)`` array beside its attention."""
+        if base.dtype != heads.U.dtype or scale.dtype != base.dtype:
+            return cls(base * scale, heads)
+        t = cls.__new__(cls)
+        t._weights, t._base, t._scale, t.heads, t.d = None, base, scale, heads, heads.d
+        return t
+
+    def _own(self) -> None:
+        """Form and keep the weights, letting go of the patterns they are read from."""
+        self.weights
+
+    def _rows(self, i: int, j: int) -> torch.Tensor:
+        """``weights[:, i:j]``, formed from the patterns if the weights are not stored."""
+        if self._weights is not None:
+            return self._weights[:, i:j]
+        return self._base[:, i:j] * self._scale[i:j]
 
     def apply(self, P, F):
         """``sum_h (P * weights_h) @ (F V_h^T) U_h^T``, a block of rows at a time: the gated weights
         ``P * weights`` of one block stay in cache, and no ``(H, n, n)`` array is written."""
         read = torch.einsum("jd,hrd->hjr", F, self.heads.V)                     # (H, n, r)
         n = P.shape[0]
-        rows = max(1, self.BLOCK // max(1, self.weights.shape[0] * n))
+        rows = max(1, self.BLOCK // max(1, self.heads.n_heads * n))
         if rows >= n:
-            return torch.einsum("hir,hdr->id", (P[None] * self.weights) @ read, self.heads.U)
+            return torch.einsum("hir,hdr->id", (P[None] * self._rows(0, n)) @ read, self.heads.U)
         mixed = torch.empty(read.shape[0], n, read.shape[2], dtype=read.dtype, device=read.device)
         for i in range(0, n, rows):
-            torch.matmul(P[None, i:i + rows] * self.weights[:, i:i + rows], read, out=mixed[:, i:i + rows])
+            torch.matmul(P[None, i:i + rows] * self._rows(i, i + rows), read, out=mixed[:, i:i + rows])
         return torch.einsum("hir,hdr->id", mixed, self.heads.U)
 
     BLOCK = 2 ** 18          # gated weights per block of rows in apply (2 MiB in float64)

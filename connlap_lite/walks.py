@@ -82,8 +82,8 @@ class ConnectionWalk:
         if isinstance(self.transport, EdgeTransport) and self.transport.T.shape[0] != n:
             raise ValueError(f"transport has shape {tuple(self.transport.T.shape)} but P is {n} x {n}; "
                              f"pass an ({n}, {n}, d, d) array")
-        if isinstance(self.transport, MixtureTransport) and self.transport.weights.shape[1:] != (n, n):
-            raise ValueError(f"transport weights have shape {tuple(self.transport.weights.shape)}, "
+        if isinstance(self.transport, MixtureTransport) and self.transport.weights_shape[1:] != (n, n):
+            raise ValueError(f"transport weights have shape {self.transport.weights_shape}, "
                              f"expected (H, {n}, {n}) to match P")
         self.offset = None if offset is None else to_tensor(offset, "offset", ndim=(1, 2)).to(self.P)
         if self.offset is not None:

@@ -212,7 +212,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`, T2): its
     ``P`` is the walk shown, and its :class:`connlap_lite.MixtureTransport` holds the gates (as its weights
     ``H gamma^h_ij``) and the head transports.  The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never
-    formed: their singular values come from the factors (:func:`connlap_lite.metrics.gated_singular_values`).
+    formed: their defects come from the factors (:func:`connlap_lite.metrics.edge_defects`, as in ``analyze``).
 
     Chapter: *Interactive explorers*.
     """
@@ -233,12 +233,12 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     flat = torch.where(allowed, walk, torch.zeros_like(walk)).flatten()
     top = [int(t) for t in flat.topk(min(n_edges, n * n)).indices if flat[t] > 0]
     edges = [(t // n, t % n) for t in top]
-    groups = torch.arange(H) if mixture.heads.groups is None else mixture.heads.groups
-    rows, cols = torch.tensor([e[0] for e in edges]), torch.tensor([e[1] for e in edges])
-    sv = M.gated_singular_values(mixture.weights[:, rows, cols].T, mixture.heads, groups)   # T_ij's, factored
+    rows = torch.tensor([e[0] for e in edges], dtype=torch.long)
+    cols = torch.tensor([e[1] for e in edges], dtype=torch.long)
     return ModelView(walk=walk, gates=mixture.weights[:, query] / H, head_sv=heads.singular_values().double().cpu(),
                      head_defect=M.scaled_isometry_defect(heads).cpu(), edges=edges,
-                     edge_defect=M.rank_free_defect(sv), head=head, query=query)
+                     edge_defect=M.edge_defects(A, mixture.heads, rows, cols),    # T_ij's, factored
+                     head=head, query=query)
 
 
 def model_figure(view: ModelView, title: str = ""):

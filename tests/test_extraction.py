@@ -66,6 +66,31 @@ def test_t2_reconstructs_every_layer(name, path):
     assert seen == len(adapter_for(model).layers(model))
 
 
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
+def test_walk_reads_its_gates_from_the_attention_and_owns_them_once_the_stream_moves_on(name):
+    """``lw.walk(i)`` stores no second (H, n, n) array: its gates come from the attention as they are needed,
+    the same numbers as ``walk_from_heads`` (bit for bit); a walk kept past its layer forms its own."""
+    from connlap_lite import HeadTransports, walk_from_heads
+
+    model = tiny(name, "sdpa")
+    batch = unequal_batch()
+    kept = []
+    for lw in attention_walks(model, batch, progress=False):
+        walk = lw.walk(0)
+        assert walk.transport._weights is None                       # nothing formed yet
+        F = torch.randn(walk.n, walk.d, generator=torch.Generator().manual_seed(lw.layer))
+        heads = HeadTransports(lw.transports.U, lw.transports.V)
+        ref = walk_from_heads(lw.attention[0].clone(), heads, offset=lw.transports.offset)
+        assert torch.equal(walk.P, ref.P)
+        assert torch.equal(walk.transport.apply(walk.P, F), ref.transport.apply(ref.P, F))
+        assert walk.transport._weights is None                       # applying it formed nothing either
+        kept.append((walk, ref, F))
+        lw.walk(1)                                                  # a walk dropped at once is left alone
+    for walk, ref, F in kept:                                        # each layer's attention is gone by now
+        assert walk.transport._base is None and torch.equal(walk.transport.weights, ref.transport.weights)
+        assert torch.equal(walk(F), ref(F))
+
+
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_t1_head_by_head(name, path):

@@ -7,7 +7,7 @@ import torch
 from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3TextConfig, GPT2Config, LlamaConfig,
                           MistralConfig, Qwen2Config)
 
-from connlap_lite import attention_walks, extraction, load_model, walk_from_heads
+from connlap_lite import attention_walks, extraction, load_model, rebuild, walk_from_heads
 
 TOL = 1e-5
 
@@ -100,7 +100,7 @@ def test_only_one_layer_of_attention_is_alive(monkeypatch):
                                                          intermediate_size=64, vocab_size=100),
                                              attn_implementation="sdpa").eval()
     built, at_build, at_forward = [], [], []
-    real = extraction.probabilities
+    real = rebuild.probabilities
 
     def alive():
         return sum(r() is not None for r in built)
@@ -111,7 +111,7 @@ def test_only_one_layer_of_attention_is_alive(monkeypatch):
         built.append(weakref.ref(P))
         return P
 
-    monkeypatch.setattr(extraction, "probabilities", counting)
+    monkeypatch.setattr(rebuild, "probabilities", counting)
     handles = [m.register_forward_pre_hook(lambda *_: at_forward.append(alive())) for m in model.model.layers]
     try:
         for lw in attention_walks(model, padded_batch(), progress=False):
