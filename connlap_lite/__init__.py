@@ -15,6 +15,7 @@ module             idea
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
+``edges``          edge transports read from their factors: singular values, rank-free defects (T2, E2)
 ``nulls``          nulls and ablations: rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
