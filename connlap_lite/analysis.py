@@ -42,7 +42,7 @@ from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
 from .verify import check as verify_check
-from .text import check_corpus, check_texts
+from .text import check_bos, check_corpus, check_texts
 from .text import corpus as corpus_texts
 from .text import passages as make_passages
 
@@ -321,8 +321,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         check_corpus(corpus)
     else:
         corpus = "texts"
-    if bos is not None and not isinstance(bos, bool):
-        raise TypeError(f"bos must be True, False or None (the tokenizer's default), got {bos!r}")
+    check_bos(bos)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus)
     if bos is not None:                             # (absent when None: the cache keys made before it stay valid)

@@ -113,12 +113,17 @@ def _specials(tokenizer) -> tuple[list[int], list[int]]:
     return [], []
 
 
+def check_bos(bos) -> bool | None:
+    """``bos`` itself if it is True, False or None (the tokenizer's default); a clear error otherwise."""
+    if bos is not None and not isinstance(bos, bool):
+        raise TypeError(f"bos must be True, False or None (the tokenizer's default), got {bos!r}")
+    return bos
+
+
 def _with_bos(tokenizer, pre: list[int], post: list[int], bos) -> tuple[list[int], list[int]]:
     """The special ids before and after a passage with the BOS token put first (``bos=True``) or left out."""
-    if bos is None:
+    if check_bos(bos) is None:
         return pre, post
-    if not isinstance(bos, bool):
-        raise TypeError(f"bos must be True, False or None (the tokenizer's default), got {bos!r}")
     token = getattr(tokenizer, "bos_token_id", None)
     if token is None:
         raise ValueError(f"bos={bos} but this tokenizer has no beginning-of-sequence token; pass bos=None")
