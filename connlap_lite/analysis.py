@@ -18,8 +18,8 @@ one measurement, registered before any result was read (their names are the repo
 ``data_defect_nosink`` is the trained model's data defect on the same tokens, the one to set
 against those two.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
-(bumped whenever a metric's definition changes) and, for a local folder, the identity of its
-files, so the chapters that share a measurement compute it once.  A cached report that cannot
+(bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
+the running Python) and, for a local folder, the identity of its files, so the chapters that share a measurement compute it once.  A cached report that cannot
 be read or does not have the expected shape is recomputed (with a warning) and overwritten.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
@@ -42,7 +42,7 @@ from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
 from .models import OFFLINE, cache_dir, load_model
 from .verify import check as verify_check
-from .text import check_bos, check_corpus, check_texts
+from .text import check_bos, check_corpus, check_texts, corpus_digest
 from .text import corpus as corpus_texts
 from .text import passages as make_passages
 
@@ -323,7 +323,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         corpus = "texts"
     check_bos(bos)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
-                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus)
+                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
+                corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
     if bos is not None:                             # (absent when None: the cache keys made before it stay valid)
         args["bos"] = bos
     identity = _folder_identity(name)
@@ -349,8 +350,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     encoder = facts["encoder"]
     total, non_embedding = parameter_counts(model)
     report = {"schema": SCHEMA, "model": name, **facts, "parameters": total, "non_embedding_parameters": non_embedding,
-              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus, "bos": bos,
-              "conditions": {}}
+              "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus,
+              "corpus_digest": args["corpus_digest"], "bos": bos, "conditions": {}}
     label = "random" if random_init else "trained"
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
     report["conditions"][label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)

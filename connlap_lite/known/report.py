@@ -21,6 +21,7 @@ from .._files import atomic_write_text, read_json
 from ..adapters import describe
 from ..extraction import attention_walks
 from ..models import cache_dir, load_model
+from ..text import corpus_digest
 from ..text import passages as make_passages
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .sinks import EPS, INPUTS, first_token_scores, position_spread, random_tokens, repeated_tokens, sink_rate
@@ -167,7 +168,7 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     from ..nulls import random_like
 
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
-                eps=EPS, null_seed=NULL_SEED)
+                eps=EPS, null_seed=NULL_SEED, corpus_digest=corpus_digest("pydoc") if texts is None else None)
     path = cache_dir() / "known" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
     report = _cached(path, name, random_init) if cache else None
     if report is not None:
