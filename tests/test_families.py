@@ -14,6 +14,7 @@ from transformers import (AutoModel, AutoModelForCausalLM, CamembertConfig, GPTN
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports
 from connlap_lite.adapters import FAMILIES, adapter_for, describe, gpt_neox
+from connlap_lite.adapters._linear import rotary
 from connlap_lite.verify import check, tolerance, verify
 
 ENCODER = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, intermediate_size=64, vocab_size=100,
@@ -120,14 +121,14 @@ def test_neox_logits_rotate_only_the_rotary_part():
     a = model.gpt_neox.layers[0].attention
     qkv = a.query_key_value(hidden).reshape(3, 8, 4, 3, 8)
     q, k = qkv[..., 0, :].transpose(1, 2), qkv[..., 1, :].transpose(1, 2)
-    cos, sin = (t.unsqueeze(1) for t in kwargs["position_embeddings"])
+    cos, sin = kwargs["position_embeddings"]
     assert cos.shape[-1] == 2                                            # 8 * 0.25 coordinates rotate
     for x in (q, k):                                                     # a rotation by the position angle
-        y = gpt_neox._rotate(x, cos, sin)
+        y = rotary(x, cos, sin)
         assert torch.equal(y[..., 2:], x[..., 2:])
         assert torch.allclose(y[..., :2].norm(dim=-1), x[..., :2].norm(dim=-1), atol=1e-6)
     plain = q[..., 2:] @ k[..., 2:].transpose(-1, -2)
-    rotated = gpt_neox._rotate(q, cos, sin)[..., :2] @ gpt_neox._rotate(k, cos, sin)[..., :2].transpose(-1, -2)
+    rotated = rotary(q, cos, sin)[..., :2] @ rotary(k, cos, sin)[..., :2].transpose(-1, -2)
     with torch.no_grad():
         scores = gpt_neox.logits(model, 0, args, kwargs)
     assert rel(scores, (plain + rotated) / math.sqrt(8)) < 1e-6

@@ -16,7 +16,7 @@ before the residual sum, which is what the walk reproduces.
 """
 from __future__ import annotations
 
-import torch
+from ._linear import rotary, scores
 
 
 def _base(model):
@@ -62,19 +62,6 @@ def norm_gain(model, layer):
     return _base(model).layers[layer].input_layernorm.weight   # LayerNorm: gain * normalised x + bias
 
 
-def _rotate(x, cos, sin):
-    """Rotary positions on the first ``cos.shape[-1]`` coordinates of each head, the rest unchanged.
-
-    The rotated part is split in two halves ``(x1, x2)``, each pair ``(x1_k, x2_k)`` turned by
-    the angle whose cosine and sine are ``cos[..., k]`` and ``sin[..., k]``.
-    """
-    r = cos.shape[-1]
-    x_rot, x_pass = x[..., :r], x[..., r:]
-    x1, x2 = x_rot[..., : r // 2], x_rot[..., r // 2:]
-    turned = torch.cat((-x2, x1), dim=-1)
-    return torch.cat((x_rot * cos + turned * sin, x_pass), dim=-1)
-
-
 def logits(model, layer, args, kwargs):
     """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
     a = _base(model).layers[layer].attention
@@ -83,7 +70,6 @@ def logits(model, layer, args, kwargs):
     H = model.config.num_attention_heads
     qkv = a.query_key_value(hidden).reshape(B, n, H, 3, -1)
     q, k = qkv[:, :, :, 0].transpose(1, 2), qkv[:, :, :, 1].transpose(1, 2)     # (B, H, n, d_h)
-    cos, sin = kwargs["position_embeddings"]
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)                                # (B, 1, n, r)
-    q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
-    return (q @ k.transpose(-1, -2)) * a.scaling
+    cos, sin = kwargs["position_embeddings"]                                     # (B, n, r): partial rotary
+    q, k = rotary(q, cos, sin), rotary(k, cos, sin)
+    return scores(q, k, a.scaling)

@@ -9,7 +9,7 @@ A RoBERTa configured as a decoder (``is_decoder``) is causal.
 """
 from __future__ import annotations
 
-from ._linear import is_encoder
+from ._linear import is_encoder, scores
 
 
 def _base(model):
@@ -61,4 +61,4 @@ def logits(model, layer, args, kwargs):
     H = model.config.num_attention_heads
     q = a.query(hidden).reshape(B, n, H, -1).transpose(1, 2)
     k = a.key(hidden).reshape(B, n, H, -1).transpose(1, 2)
-    return (q @ k.transpose(-1, -2)) * a.scaling
+    return scores(q, k, a.scaling)
