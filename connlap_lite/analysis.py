@@ -19,8 +19,9 @@ one measurement, registered before any result was read (their names are the repo
 against those two.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
 (bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
-the running Python) and, for a local folder, the identity of its files, so the chapters that share a measurement compute it once.  A cached report that cannot
-be read or does not have the expected shape is recomputed (with a warning) and overwritten.
+the running Python) and, for a local folder, the identity of its files, so the chapters that
+share a measurement compute it once.  A cached report that cannot be read or does not have the
+expected shape is recomputed (with a warning) and overwritten.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
