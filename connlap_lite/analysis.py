@@ -326,7 +326,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
                 corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
-    if bos is not None:                             # (absent when None: the cache keys made before it stay valid)
+    if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
     identity = _folder_identity(name)
     key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)

@@ -160,8 +160,8 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
     conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
     ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage) and ``verdicts``
-    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"``, keyed by the arguments and
-    :data:`SCHEMA`; the verdicts are recomputed on every call.
+    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"``, keyed by the arguments,
+    :data:`SCHEMA` and the corpus text's digest; the verdicts are recomputed on every call.
 
     Chapter: *Known results, reproduced*.
     """
