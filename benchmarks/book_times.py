@@ -191,7 +191,8 @@ def run(args) -> dict:
         print(f"wrote {out}")
         return report
     target = path or C.RESULTS / "book_times.json"
-    old = _load(target)
+    # a new --json file starts from the committed results, so a run of one part keeps the others' numbers
+    old = _load(target) if target.exists() else _load(C.RESULTS / "book_times.json")
     notebooks = toc_notebooks()
     report = {"quick": False, "notebooks": {nb: old.get("notebooks", {}).get(nb, {"seconds": None, "status": PENDING})
                                             for nb in notebooks},
@@ -246,7 +247,8 @@ def main(argv=None):
     ap.add_argument("--book-cache-dir", default=None,
                     help="with --from-book-log: the CONNLAP_CACHE that build used (its reports' seconds are read)")
     ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")
-    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json)")
+    ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json); a new file "
+                    "starts from the committed results")
     return run(ap.parse_args(argv))
 
 

@@ -95,6 +95,11 @@ def test_book_times_quick_and_log(tmp_path):
     log = ("12.50s call     book/theory/walks.ipynb::Cell 3\n 0.50s setup    book/theory/walks.ipynb::Cell 0\n"
            "3.00s call     book/models/reading.ipynb::Cell 7\n1.0s call tests/test_walks.py::test_x\n")
     assert mod.parse_durations(log) == {"book/theory/walks.ipynb": 13.0, "book/models/reading.ipynb": 3.0}
+    # a new --json file starts from the committed results: timing make test there keeps make book's numbers
+    (tmp_path / "t.log").write_text(log)
+    res = mod.main(["--from-log", str(tmp_path / "t.log"), "--json", str(tmp_path / "new.json")])
+    committed = json.loads((RESULTS / "book_times.json").read_text())
+    assert res["make_book"] == committed["make_book"] and res["notebooks"]["book/theory/walks.ipynb"]["seconds"] == 13.0
 
 
 def test_book_times_reads_a_make_book_log(tmp_path):
