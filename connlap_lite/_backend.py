@@ -183,3 +183,35 @@ def tolerance(*dtypes: torch.dtype, n: int = 1) -> float:
 def compute_dtype(t: torch.Tensor) -> torch.dtype:
     """Half precision is upcast to float32 before any solve; others kept."""
     return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+
+
+def _lapack_on_cpu(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu" and not t.requires_grad and t.numel() > 0 and t.dtype in (torch.float32, torch.float64)
+
+
+def eigvalsh(K: torch.Tensor) -> torch.Tensor:
+    """Eigenvalues of the symmetric ``K`` (batched), ascending, as ``torch.linalg.eigvalsh`` gives them.
+
+    On the CPU through NumPy's LAPACK: while a second thread that ran torch's parallel kernels is alive
+    (the paused forward of :func:`connlap_lite.attention_walks`), torch's own eigen-solver runs several
+    times slower (8x measured for sixteen ``128 x 128`` walks on two threads); NumPy's is unaffected and
+    as fast alone.  The same values to about ``1e-14`` relative.  Elsewhere (a GPU, autograd) torch's.
+
+    >>> eigvalsh(torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64)).tolist()
+    [1.0, 3.0]
+    """
+    if not _lapack_on_cpu(K):
+        return torch.linalg.eigvalsh(K)
+    return torch.from_numpy(np.linalg.eigvalsh(K.numpy())).to(K.dtype)
+
+
+def svdvals(T: torch.Tensor) -> torch.Tensor:
+    """Singular values of ``T`` (batched), decreasing, as ``torch.linalg.svdvals`` gives them; on the CPU
+    through NumPy's LAPACK, for the reason :func:`eigvalsh` gives (torch's runs 2x slower there).
+
+    >>> svdvals(torch.tensor([[3.0, 0.0], [0.0, -4.0]])).tolist()
+    [4.0, 3.0]
+    """
+    if not _lapack_on_cpu(T):
+        return torch.linalg.svdvals(T)
+    return torch.from_numpy(np.linalg.svd(T.numpy(), compute_uv=False)).to(T.dtype)

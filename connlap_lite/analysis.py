@@ -220,7 +220,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.2"
+SCHEMA = "2026-12-01.3"
 
 
 def _key(name: str, **kw) -> str:
@@ -354,17 +354,19 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus,
               "corpus_digest": args["corpus_digest"], "bos": bos, "conditions": {}}
     label = "random" if random_init else "trained"
+    conditions = report["conditions"]
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
-    report["conditions"][label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)
-    del twin
-    if shuffle:
-        report["conditions"]["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder,
-                                                   head_nulls=False, progress=progress)
-    for s in random_seeds:
-        null = random_like(model, 1000 + s)
-        report["conditions"][f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False,
-                                                     progress=progress)
+    conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)
+    nulls = {}
+    for s in random_seeds:                          # the first null is the twin itself: built once
+        null = twin if twin is not None else random_like(model, 1000 + s)
+        twin = None
+        nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress)
         del null
+    if shuffle:
+        conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
+                                         progress=progress)
+    conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
     if cache or refresh:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._backend import check_int, check_shape, compute_dtype, harmonise, is_numpy, out, to_tensor, tolerance
+from ._backend import check_int, check_shape, compute_dtype, harmonise, is_numpy, out, svdvals, to_tensor, tolerance
 from .transports import EdgeTransport, HeadTransports
 from .walks import ConnectionWalk
 
@@ -251,7 +251,7 @@ def isometry_defect(T, *, rtol: float | None = None):
         T = to_tensor(T, "T")
         if T.ndim < 2 or T.numel() == 0:
             raise ValueError(f"T must be a matrix or a stack of matrices, got shape {tuple(T.shape)}")
-        s = torch.linalg.svdvals(T.to(compute_dtype(T)))
+        s = svdvals(T.to(compute_dtype(T)))
         d = max(T.shape[-2:])
     if rtol is None:
         rtol = d * torch.finfo(s.dtype).eps

@@ -41,7 +41,7 @@ import math
 
 import torch
 
-from ._backend import check_float_dtype, check_indices, check_int, harmonise, to_tensor
+from ._backend import check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor
 from . import laplacian as _laplacian
 from .transports import HeadTransports
 from .transports import check_heads as _heads
@@ -108,7 +108,7 @@ def sym_spectrum(P: torch.Tensor) -> torch.Tensor:
     deg = S.sum(-1).clamp_min(1e-300)
     N = S / torch.sqrt(deg[..., :, None] * deg[..., None, :])
     eye = torch.eye(P.shape[-1], dtype=P.dtype, device=P.device)
-    return torch.linalg.eigvalsh(eye - N)
+    return eigvalsh(eye - N)
 
 
 def spectral_distance(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,7 @@ import torch
 
 from ._files import locked, remove, sweep, temporary
 from .adapters import is_encoder
+from .nulls import fresh_model
 # the packages that ship the offline models, and their checked files; answered here too (models.OFFLINE, ...)
 from .offline import (CHUNKED, OFFLINE, PACKAGED, Chunked, Packaged, _packaged, assemble, cache_dir,  # noqa: F401
                       sha256_of)
@@ -287,8 +288,7 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if random_init:
-        torch.manual_seed(seed)
-        model = auto.from_config(config, attn_implementation=attn_implementation)
+        model = fresh_model(auto, config, seed, attn_implementation)
         if dtype is not None:
             model = model.to(dtype)
     else:

@@ -7,7 +7,7 @@
 
 And the whole-model nulls and ablations that :func:`connlap_lite.analysis.analyze` measures beside a trained model:
 
-``random_like(model, seed)``     the same architecture with freshly initialised weights;
+``random_like(model, seed)``     the same architecture with freshly initialised weights (``fresh_model``);
 ``shuffled(batch, sinks_fixed)`` each passage's tokens permuted (the sink tokens kept in place);
 ``quantise_q4(model)``           every linear weight of a model through ``q4_roundtrip``, in place.
 
@@ -15,6 +15,8 @@ The first three are also readable as ``connlap_lite.metrics.<name>``, the last t
 ``connlap_lite.analysis.<name>``.  Chapters: *E1*, *E2*, *Beyond*, *Scorecard*.
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -67,13 +69,56 @@ def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
 
 
 def random_like(model, seed: int):
-    """The null model: ``model``'s architecture with fresh weights drawn with ``seed``."""
+    """The null model: ``model``'s architecture with fresh weights drawn with ``seed`` (:func:`fresh_model`)."""
     from transformers import AutoModel, AutoModelForCausalLM
 
-    torch.manual_seed(seed)
     auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel
-    null = auto.from_config(model.config, attn_implementation=model.config._attn_implementation)
+    null = fresh_model(auto, model.config, seed, model.config._attn_implementation)
     return null.to(next(model.parameters()).device).eval()
+
+
+@contextlib.contextmanager
+def _unset_default_init():
+    """Linear and embedding layers built inside start as NaN instead of drawing torch's default weights."""
+    def unset(module):
+        with torch.no_grad():
+            for p in module.parameters(recurse=False):
+                p.fill_(float("nan"))
+
+    saved = torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters
+    torch.nn.Linear.reset_parameters = torch.nn.Embedding.reset_parameters = unset
+    try:
+        yield
+    finally:
+        torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters = saved
+
+
+def fresh_model(auto, config, seed: int, attn_implementation: str):
+    """``auto.from_config(config)`` with its weights drawn by the model's own initialisation after ``seed``.
+
+    Hugging Face models overwrite every linear and embedding weight with their own initialisation
+    (``_init_weights``: normal with the config's ``initializer_range``, biases zero), so torch's default
+    draws before it, more than half the time of building a model, are skipped.  A weight that the
+    model's initialisation did not overwrite would still be NaN (checked at its ends): then the model is built again with the
+    defaults, so no architecture gets unset weights.  Used by :func:`random_like` and by
+    ``load_model(random_init=True)``.
+
+    >>> from transformers import AutoModelForCausalLM, GPT2Config
+    >>> config = GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=11, n_positions=8)
+    >>> a = fresh_model(AutoModelForCausalLM, config, 3, "eager")
+    >>> b = fresh_model(AutoModelForCausalLM, config, 3, "eager")
+    >>> all(bool(p.isfinite().all()) for p in a.parameters()), bool((a.lm_head.weight == b.lm_head.weight).all())
+    (True, True)
+    """
+    check_int(seed, "seed", low=0)
+    torch.manual_seed(seed)
+    with _unset_default_init():
+        model = auto.from_config(config, attn_implementation=attn_implementation)
+    # the model's initialisation writes whole tensors: one element tells whether a tensor was written
+    if not any(bool(p.detach().reshape(-1)[[0, -1]].isnan().any()) for p in model.parameters() if p.numel()):
+        return model
+    torch.manual_seed(seed)                                 # a weight its own initialisation left alone
+    return auto.from_config(config, attn_implementation=attn_implementation)
 
 
 def shuffled(batch: dict, sinks_fixed: int, seed: int = 0) -> dict:

@@ -19,7 +19,7 @@ import numbers
 
 import torch
 
-from ._backend import check_shape, compute_dtype, harmonise, to_tensor
+from ._backend import check_shape, compute_dtype, harmonise, svdvals, to_tensor
 
 
 class HeadTransports:
@@ -155,7 +155,7 @@ class HeadTransports:
         key = ("sv", dt)
         if key not in self._cache:
             Ru, Rv = self.cores(dt)
-            self._cache[key] = torch.linalg.svdvals(Ru @ Rv.transpose(1, 2))
+            self._cache[key] = svdvals(Ru @ Rv.transpose(1, 2))
         return self._cache[key]
 
 

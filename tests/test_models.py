@@ -54,3 +54,24 @@ def test_unknown_name_error_names_the_offline_models(monkeypatch):
         models.load_model("surely-not-a-model-id")
     with pytest.raises(TypeError, match="name must be"):
         models.load_model("")
+
+
+def test_fresh_model_draws_every_weight():
+    """Torch's default draws are skipped only where the model's own initialisation writes every weight."""
+    import torch
+    from transformers import AutoModel, BertConfig
+
+    from connlap_lite.nulls import fresh_model
+
+    class Plain:                                     # a model with no initialisation of its own
+        @staticmethod
+        def from_config(config, attn_implementation=None):
+            return torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 2))
+
+    plain = fresh_model(Plain, None, 0, "eager")
+    torch.manual_seed(0)
+    assert all(torch.equal(p, q) for p, q in zip(plain.parameters(), Plain.from_config(None).parameters()))
+    config = BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16, vocab_size=13)
+    bert = fresh_model(AutoModel, config, 1, "eager")
+    assert all(bool(p.isfinite().all()) for p in bert.parameters())
+    assert float(bert.encoder.layer[0].attention.self.query.weight.std()) == pytest.approx(0.02, rel=0.6)

@@ -29,7 +29,7 @@ from .statements import verdicts
 from .stream import norm_weighted_walk, residual_stream, transported
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-11-30.2"
+SCHEMA = "2026-12-01.1"
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
 
 
