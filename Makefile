@@ -31,7 +31,7 @@ $(FULLSTAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps-full.txt
 	touch $@
 
-# The full build: 16 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
+# The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
 book: install corpora $(FULLSTAMP)
 	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
 	@echo "book: _build/html/index.html"
@@ -84,7 +84,7 @@ test: install chromium corpora
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
 # Debian's Chromium in reading order, joined with a chapter outline, then checked (chapter titles, references,
-# figures, math: tools/book_pdf.py). PDF_FULL=1 (default) prints make book's build (16 x 128, the fifth model);
+# figures, math: tools/book_pdf.py). PDF_FULL=1 (default) prints make book's build (32 x 128, the fifth model);
 # PDF_FULL=0 builds make test's smaller setting in its own folder (faster).
 PDF_FULL ?= 1
 PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)

@@ -4,7 +4,7 @@
     python benchmarks/book_times.py --make-test     # the whole `make test`, timed; each notebook's time read
                                                     # from its pytest durations (the Makefile asks for them)
     python benchmarks/book_times.py --from-log LOG  # read `pytest --durations=0` output instead of running
-    python benchmarks/book_times.py --make-book     # the full build (`make book`, 16 x 128), timed; each
+    python benchmarks/book_times.py --make-book     # the full build (`make book`, 32 x 128), timed; each
                                                     # notebook's time read from myst-nb's log lines
     python benchmarks/book_times.py --from-book-log LOG   # read such a log instead of running
     python benchmarks/book_times.py --quick         # a two-cell scratch notebook (tests the machinery)
@@ -116,6 +116,19 @@ def _load(path: Path) -> dict:
         return {}
 
 
+def main_setting(measurements: list[dict]) -> tuple[int, int] | None:
+    """The full build's main setting, ``(passages, tokens)``: the one most of its measurements use.
+
+    >>> main_setting([{"passages": 32, "tokens": 128}, {"passages": 8, "tokens": 640}, {"passages": 32, "tokens": 128}])
+    (32, 128)
+    """
+    counts: dict = {}
+    for m in measurements:
+        key = (m["passages"], m["tokens"])
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts, key=counts.get) if counts else None
+
+
 def summarise(report: dict) -> dict:
     """Totals and the goal row from the per-notebook numbers and the `make test` run."""
     nbs = report["notebooks"]
@@ -127,7 +140,9 @@ def summarise(report: dict) -> dict:
                               "seconds", reason="" if seconds is not None else PENDING)]
     mb = report.get("make_book") or {}
     if mb.get("seconds") is not None:
-        report["goals"] += [C.goal("book: whole `make book` (set-up and the full build, 16 x 128)", mb["seconds"],
+        setting = main_setting(mb.get("measurements") or [])
+        label = f", {setting[0]} x {setting[1]}" if setting else ""
+        report["goals"] += [C.goal(f"book: whole `make book` (set-up and the full build{label})", mb["seconds"],
                                    GOAL_BOOK_SECONDS, "seconds"),
                             C.goal("book: pages of `make book` whose notebook failed", len(mb.get("failed") or []), 0,
                                    "notebooks", reason=f"failed: {', '.join(mb.get('failed') or [])}")]
@@ -152,8 +167,9 @@ def _make_book(args) -> dict:
         log, cache_at_start = Path(args.from_book_log), args.book_cache
     parsed = parse_book_log(log.read_text(errors="replace"))
     folder = Path(args.book_cache_dir) if getattr(args, "book_cache_dir", None) else cache
+    made = measurements(folder / "measurements") if cache_at_start == "empty" else []
     return {**parsed, "log": C.portable(log), "cache_at_start": cache_at_start, "note": args.book_note,
-            "measurements": measurements(folder / "measurements") if cache_at_start == "empty" else [],
+            "measurements": made, "setting": main_setting(made),
             "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 

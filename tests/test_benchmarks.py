@@ -126,6 +126,8 @@ def test_book_times_reads_a_make_book_log(tmp_path):
         [("m", 12.5, ["random0", "trained"])]
     goal = [g for g in res["goals"] if "make book" in g["what"]]
     assert [g["met"] for g in goal] == [True, False] and "beyond" in goal[1]["reason"]   # in time, but a page failed
+    assert goal[0]["what"].endswith("16 x 128)")                  # the setting most of its measurements use
+    assert mod.main_setting([{"passages": 8, "tokens": 640}] + [{"passages": 32, "tokens": 128}] * 2) == (32, 128)
     log.write_text(log.read_text().replace("WARNING: Executing notebook failed: CellTimeoutError", "Executed"))
     res = mod.main(["--from-book-log", str(log), "--list-only", "--json", str(tmp_path / "b.json")])
     assert [g["met"] for g in res["goals"] if "make book" in g["what"]] == [True, True]
