@@ -4,6 +4,8 @@ Pre-norm (``ln_1``), causal, plain multi-head attention (``G = H``).
 """
 from __future__ import annotations
 
+import torch
+
 from ._linear import argument, scores, split_heads
 
 
@@ -46,5 +48,7 @@ def norm_gain(model, layer):
 def logits(model, layer, args, kwargs):
     attn = _base(model).h[layer].attn
     x = argument(args, kwargs, 0, "hidden_states")
-    q, k, _ = attn.c_attn(x).split(attn.split_size, dim=2)
+    d = attn.split_size                            # the query and key columns of c_attn only: no values made
+    qk = torch.addmm(attn.c_attn.bias[:2 * d], x.reshape(-1, x.shape[-1]), attn.c_attn.weight[:, :2 * d])
+    q, k = qk.view(*x.shape[:-1], 2 * d).split(d, dim=2)
     return scores(split_heads(q, attn.head_dim), split_heads(k, attn.head_dim), attn.scaling)
