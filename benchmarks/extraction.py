@@ -176,6 +176,11 @@ def tl_status(python: str) -> dict:
     return {"available": False, "python": python, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
 
 
+def qk_share(row: dict) -> float:
+    """One layer's queries and keys, ``2 B n d`` float32 numbers, in layers of attention (``B H n n`` of them)."""
+    return 2 * row["B"] * row["n"] * row["d"] * 4 / row["attention_layer_bytes"]
+
+
 def metrics_reason(row: dict) -> str:
     """Why ``measure`` stays above its goal, with the share of it measured on ``row`` (the ``edges`` variant)."""
     return (f"the edge-transport defects alone (with the forward and the attention) take {row['ratio']['edges']:.1f}x "
@@ -244,11 +249,11 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
     goals.append(C.goal(f"extraction: peak memory above weights, worst of {cfg['layers']} layers",
                         worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
-                        reason="the peak is now while a layer's attention is built: the paused forward's live "
-                               "tensors (about 0.35 layers at the hook), the (B, H, n, n) attention itself and the "
-                               "query/key projection's temporaries (about 0.3 layers) coexist; a walk no longer "
-                               "stores its gates beside the attention (building one adds about 0.1 layer, its "
-                               "(n, n) walk and gate scale); the SDPA forward alone peaks at "
+                        reason="the peak is while a layer's attention is built: the paused forward's live tensors "
+                               "(about 0.4 layers at the hook, probed on 2026-12-01), the layer's queries and keys "
+                               f"({qk_share(worst):.3f} layers: 2 B n d floats) and the (B, H, n, n) attention "
+                               "itself coexist, so this design's floor is about "
+                               f"{1.4 + qk_share(worst):.2f} layers; the SDPA forward alone peaks at "
                                f"{worst['peak_in_layers']['forward']:.2f} layers and the eager walks at "
                                f"{worst['peak_in_layers']['walks_eager']:.2f}"))
     first, last = report["layers"][0], report["layers"][-1]
