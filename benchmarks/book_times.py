@@ -264,7 +264,7 @@ def main(argv=None):
                     help="with --from-book-log: the CONNLAP_CACHE that build used (its reports' seconds are read)")
     ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")
     ap.add_argument("--json", default=None, help="where to write (default benchmarks/results/book_times.json); a new file "
-                    "starts from the committed results")
+                    "starts from the committed results (its machine block then describes only the run that wrote it)")
     return run(ap.parse_args(argv))
 
 

@@ -192,6 +192,46 @@ def metrics_reason(row: dict) -> str:
             "every head: work a forward pass never does")
 
 
+def walks_reason(row: dict) -> str:
+    """What the walks add to the floor, from ``row``'s own ratios."""
+    return (f"the SDPA forward alone is {row['ratio']['forward']:.2f}x the floor and the walks "
+            f"{row['ratio']['walks']:.2f}x: rebuilding each layer's attention recomputes its queries, keys and softmax, "
+            "which the eager floor gets for free, and this ratio moves by a few hundredths from run to run")
+
+
+def goals_of(report: dict) -> list[dict]:
+    """The goal rows of an extraction report (its rows, its settings and its TransformerLens status)."""
+    goals = []
+    rows = report["pretrained"] or report["layers"]
+    for row in rows:
+        label = row.get("model", f"GPT-2 shape, {row.get('n_layer')} layers")
+        goals.append(C.goal(f"extraction: walks time / floor ({label})", row["ratio"]["walks"], GOAL_TIME, "x floor",
+                            reason=walks_reason(row)))
+    for row in report["pretrained"]:
+        goals.append(C.goal(f"extraction: walks + chapter metrics / floor ({row['model']})", row["ratio"]["metrics"],
+                            GOAL_METRICS, "x floor",
+                            reason=metrics_reason(row)))
+    worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
+    held = 0.4              # the paused forward's live tensors, in layers: a probe at the hook, not part of this run
+    goals.append(C.goal(f"extraction: peak memory above weights, worst of {report['settings']['layers']} layers",
+                        worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
+                        reason="the peak is while a layer's attention is built: the paused forward's live tensors "
+                               f"(about {held} layers, from a probe at the hook on 2026-12-01, not part of this run), "
+                               f"the layer's queries and keys ({qk_share(worst):.3f} layers here: 2 B n d float32 "
+                               "numbers) and the (B, H, n, n) attention itself coexist, about "
+                               f"{held + qk_share(worst) + 1:.2f} layers together; the rest of the peak is the build's "
+                               f"temporaries. The SDPA forward alone peaks at {worst['peak_in_layers']['forward']:.2f} "
+                               f"layers and the eager walks at {worst['peak_in_layers']['walks_eager']:.2f}"))
+    first, last = report["layers"][0], report["layers"][-1]
+    goals.append(C.goal(f"extraction: peak growth from {first['n_layer']} to {last['n_layer']} layers",
+                        report["growth"]["walks"], 1.5, "x (flat = 1)",
+                        reason="something other than one layer's attention grows with depth"))
+    if report["transformer_lens"].get("available"):
+        goals.append(C.goal(f"extraction: walks time / TransformerLens run_with_cache ({last['n_layer']} layers)",
+                            C.ratio(last["seconds"], "walks", "tl"), 1.0, "x TransformerLens"))
+    return goals
+
+
 def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> dict:
     cfg = QUICK if quick else FULL
     tl = {"available": False, "skipped": "--quick"} if quick else tl_status(tl_python or sys.executable)
@@ -201,7 +241,6 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
               "time_method": "interleaved rounds in one process (order rotated), median of per-round ratios",
               "memory_method": MEMORY_QUICK if quick else MEMORY_METHOD,
               "pretrained": [], "layers": []}
-    goals = []
     for name, B, n, rounds, mrounds in cfg["pretrained"]:
         spec = {"name": name, "B": B, "n": n}
         t = _job({"kind": "time", "model": spec, "rounds": rounds,
@@ -238,33 +277,9 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
         print(f"GPT-2 shape, {L} layers: " + ", ".join(f"{v} {r:.2f}x" for v, r in row["ratio"].items())
               + "; peak (layers of attention) " + ", ".join(f"{k} {v:.2f}" for k, v in row["peak_in_layers"].items()),
               flush=True)
-    rows = report["pretrained"] or report["layers"]
-    for row in rows:
-        label = row.get("model", f"GPT-2 shape, {row.get('n_layer')} layers")
-        goals.append(C.goal(f"extraction: walks time / floor ({label})", row["ratio"]["walks"], GOAL_TIME, "x floor"))
-    for row in report["pretrained"]:
-        goals.append(C.goal(f"extraction: walks + chapter metrics / floor ({row['model']})", row["ratio"]["metrics"],
-                            GOAL_METRICS, "x floor",
-                            reason=metrics_reason(row)))
-    worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
-    goals.append(C.goal(f"extraction: peak memory above weights, worst of {cfg['layers']} layers",
-                        worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
-                        reason="the peak is while a layer's attention is built: the paused forward's live tensors "
-                               "(about 0.4 layers at the hook, probed on 2026-12-01), the layer's queries and keys "
-                               f"({qk_share(worst):.3f} layers: 2 B n d floats) and the (B, H, n, n) attention "
-                               "itself coexist, so this design's floor is about "
-                               f"{1.4 + qk_share(worst):.2f} layers; the SDPA forward alone peaks at "
-                               f"{worst['peak_in_layers']['forward']:.2f} layers and the eager walks at "
-                               f"{worst['peak_in_layers']['walks_eager']:.2f}"))
     first, last = report["layers"][0], report["layers"][-1]
     report["growth"] = {v: last["memory"][v]["peak_bytes"] / first["memory"][v]["peak_bytes"] for v in variants}
-    goals.append(C.goal(f"extraction: peak growth from {first['n_layer']} to {last['n_layer']} layers",
-                        report["growth"]["walks"], 1.5, "x (flat = 1)",
-                        reason="something other than one layer's attention grows with depth"))
-    if tl["available"]:
-        goals.append(C.goal(f"extraction: walks time / TransformerLens run_with_cache ({last['n_layer']} layers)",
-                            C.ratio(last["seconds"], "walks", "tl"), 1.0, "x TransformerLens"))
-    report["goals"] = goals
+    report["goals"] = goals_of(report)
     return C.finish("extraction", report, out)
 
 

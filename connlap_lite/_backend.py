@@ -186,7 +186,10 @@ def compute_dtype(t: torch.Tensor) -> torch.dtype:
 
 
 def _lapack_on_cpu(t: torch.Tensor) -> bool:
-    return t.device.type == "cpu" and not t.requires_grad and t.numel() > 0 and t.dtype in (torch.float32, torch.float64)
+    """NumPy can take ``t``: a finite float32/float64 CPU tensor outside autograd (anything else goes to torch,
+    which raises its own clear error on NaN or inf)."""
+    return t.device.type == "cpu" and not t.requires_grad and t.numel() > 0 and \
+        t.dtype in (torch.float32, torch.float64) and _all_finite(t)
 
 
 def eigvalsh(K: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,7 @@ The first three are also readable as ``connlap_lite.metrics.<name>``, the last t
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import torch
 
@@ -77,6 +78,9 @@ def random_like(model, seed: int):
     return null.to(next(model.parameters()).device).eval()
 
 
+_DEFAULT_INIT = threading.Lock()      # the patch below is process-wide: one model built under it at a time
+
+
 @contextlib.contextmanager
 def _unset_default_init():
     """Linear and embedding layers built inside start as NaN instead of drawing torch's default weights."""
@@ -85,12 +89,13 @@ def _unset_default_init():
             for p in module.parameters(recurse=False):
                 p.fill_(float("nan"))
 
-    saved = torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters
-    torch.nn.Linear.reset_parameters = torch.nn.Embedding.reset_parameters = unset
-    try:
-        yield
-    finally:
-        torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters = saved
+    with _DEFAULT_INIT:
+        saved = torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters
+        torch.nn.Linear.reset_parameters = torch.nn.Embedding.reset_parameters = unset
+        try:
+            yield
+        finally:
+            torch.nn.Linear.reset_parameters, torch.nn.Embedding.reset_parameters = saved
 
 
 def fresh_model(auto, config, seed: int, attn_implementation: str):
@@ -114,10 +119,12 @@ def fresh_model(auto, config, seed: int, attn_implementation: str):
     torch.manual_seed(seed)
     with _unset_default_init():
         model = auto.from_config(config, attn_implementation=attn_implementation)
-    # the model's initialisation writes whole tensors: one element tells whether a tensor was written
-    if not any(bool(p.detach().reshape(-1)[[0, -1]].isnan().any()) for p in model.parameters() if p.numel()):
+    # the model's initialisation writes whole tensors: its two ends tell whether a tensor was written
+    if not any(bool(p.detach().reshape(-1)[[0, -1]].isnan().any()) for p in model.parameters()
+               if p.numel() and not p.is_meta):
         return model
-    torch.manual_seed(seed)                                 # a weight its own initialisation left alone
+    del model                                               # a weight its own initialisation left alone
+    torch.manual_seed(seed)
     return auto.from_config(config, attn_implementation=attn_implementation)
 
 
