@@ -140,7 +140,7 @@ def summarise(report: dict) -> dict:
                               "seconds", reason="" if seconds is not None else PENDING)]
     mb = report.get("make_book") or {}
     if mb.get("seconds") is not None:
-        setting = main_setting(mb.get("measurements") or [])
+        setting = mb.get("setting")                 # recorded by _make_book from the build's measurements
         label = f", {setting[0]} x {setting[1]}" if setting else ""
         report["goals"] += [C.goal(f"book: whole `make book` (set-up and the full build{label})", mb["seconds"],
                                    GOAL_BOOK_SECONDS, "seconds"),

@@ -195,8 +195,8 @@ def metrics_reason(row: dict) -> str:
 def walks_reason(row: dict) -> str:
     """What the walks add to the floor, from ``row``'s own ratios."""
     return (f"the SDPA forward alone is {row['ratio']['forward']:.2f}x the floor and the walks "
-            f"{row['ratio']['walks']:.2f}x: rebuilding each layer's attention recomputes its queries, keys and softmax, "
-            "which the eager floor gets for free, and this ratio moves by a few hundredths from run to run")
+            f"{row['ratio']['walks']:.2f}x: rebuilding each layer's attention recomputes its queries, keys and "
+            "softmax, which the eager floor gets for free, and this ratio moves by a few hundredths from run to run")
 
 
 def goals_of(report: dict) -> list[dict]:

@@ -104,9 +104,9 @@ def fresh_model(auto, config, seed: int, attn_implementation: str):
     Hugging Face models overwrite every linear and embedding weight with their own initialisation
     (``_init_weights``: normal with the config's ``initializer_range``, biases zero), so torch's default
     draws before it, more than half the time of building a model, are skipped.  A weight that the
-    model's initialisation did not overwrite would still be NaN (checked at its ends): then the model is built again with the
-    defaults, so no architecture gets unset weights.  Used by :func:`random_like` and by
-    ``load_model(random_init=True)``.
+    model's initialisation did not overwrite would still be NaN (checked at its ends): then the model is
+    built again with the defaults, so no architecture gets unset weights.  Used by :func:`random_like` and
+    by ``load_model(random_init=True)``.
 
     >>> from transformers import AutoModelForCausalLM, GPT2Config
     >>> config = GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=11, n_positions=8)
