@@ -136,6 +136,22 @@ def _status(key: str) -> int:
 PAGE = 4096
 
 
+def reset_peak() -> None:
+    """Set the peak resident set (``VmHWM``) back to the current one (Linux: ``/proc/self/clear_refs``)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def resident() -> int:
+    """The resident set now, bytes."""
+    return _status("VmRSS")
+
+
+def peak() -> int:
+    """The peak resident set since the last :func:`reset_peak`, bytes."""
+    return _status("VmHWM")
+
+
 def peak_rss_delta(fn) -> dict:
     """Run ``fn()`` once; the peak resident set above the resident set just before (bytes).
 
@@ -148,15 +164,14 @@ def peak_rss_delta(fn) -> dict:
     import gc
 
     gc.collect()
-    before = _status("VmRSS")
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
+    before = resident()
+    reset_peak()
     start = time.perf_counter()
     result = fn()
     seconds = time.perf_counter() - start
-    peak = _status("VmHWM")
+    top = peak()
     del result
-    return {"peak_bytes": max(peak - before, PAGE), "rss_before_bytes": before, "seconds_first_run": seconds}
+    return {"peak_bytes": max(top - before, PAGE), "rss_before_bytes": before, "seconds_first_run": seconds}
 
 
 def in_subprocess(script: Path, args: list[str], *, python: str | None = None, timeout: float = 900) -> dict:

@@ -12,6 +12,8 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``walks``        :func:`connlap_lite.attention_walks` over all layers (one SDPA forward, paused at each
                  attention module, each layer's attention rebuilt from its query-key scores), building
                  ``lw.walk(i)`` (T2) for every passage: what a reader of the book does to get the walks;
+``build``        (memory only) ``walks``, its peak reset at each layer's hook: the most that building one
+                 layer's attention and walks adds, the forward waiting at that layer;
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
                  module returns it (the reference the rebuilt one is tested against);
 ``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
@@ -116,9 +118,24 @@ def _variants(names, model, batch, encoder, bridge=None):
             for i in range(B):
                 lw.walk(i)
 
+    def build():
+        """``walks``, returning the highest peak above the resident set before it that building one layer's
+        attention and walks reached (the peak reset at each layer's hook, where the forward waits)."""
+        import gc
+
+        gc.collect()
+        before, top = C.resident(), 0
+        for lw in attention_walks(model, batch, progress=False):
+            C.reset_peak()
+            for i in range(B):
+                lw.walk(i)
+            top = max(top, C.peak() - before)
+        return top
+
     table = {"floor": (EAGER, lambda: model(**batch, output_attentions=True, **opts)),
              "forward": (SDPA, lambda: model(**batch, **opts)),
              "walks": (SDPA, walks),
+             "build": (SDPA, build),
              "walks_eager": (EAGER, lambda: walks("eager")),
              "metrics": (SDPA, lambda: measure(model, batch, encoder=encoder)),
              "edges": (SDPA, edges)}
@@ -154,6 +171,8 @@ def worker(job: dict) -> dict:
         (name,) = job["variants"]
         small = {k: v[:1, :16] for k, v in batch.items()}
         _variants([name], model, small, encoder, bridge)[name]()
+        if name == "build":                         # its own peak, layer by layer
+            return {**facts, "peak_bytes": max(fns[name](), C.PAGE)}
         return {**facts, **C.peak_rss_delta(fns[name])}
     return {**facts, "seconds": C.interleaved(fns, job["rounds"], warmup=1)}
 
@@ -176,8 +195,8 @@ def tl_status(python: str) -> dict:
     return {"available": False, "python": python, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
 
 
-def qk_share(row: dict) -> float:
-    """One layer's queries and keys, ``2 B n d`` float32 numbers, in layers of attention (``B H n n`` of them)."""
+def held_share(row: dict) -> float:
+    """One layer's inputs and output, ``2 B n d`` float32 numbers, in layers of attention (``B H n n`` of them)."""
     return 2 * row["B"] * row["n"] * row["d"] * 4 / row["attention_layer_bytes"]
 
 
@@ -212,16 +231,16 @@ def goals_of(report: dict) -> list[dict]:
                             GOAL_METRICS, "x floor",
                             reason=metrics_reason(row)))
     worst = max(report["layers"], key=lambda r: r["peak_in_layers"]["walks"])
-    held = 0.4              # the paused forward's live tensors, in layers: a probe at the hook, not part of this run
+    forward, held = worst["peak_in_layers"]["forward"], held_share(worst)
     goals.append(C.goal(f"extraction: peak memory above weights, worst of {report['settings']['layers']} layers",
                         worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention",
-                        reason="the peak is while a layer's attention is built: the paused forward's live tensors "
-                               f"(about {held} layers, from a probe at the hook on 2026-12-01, not part of this run), "
-                               f"the layer's queries and keys ({qk_share(worst):.3f} layers here: 2 B n d float32 "
-                               "numbers) and the (B, H, n, n) attention itself coexist, about "
-                               f"{held + qk_share(worst) + 1:.2f} layers together; the rest of the peak is the build's "
-                               f"temporaries. The SDPA forward alone peaks at {worst['peak_in_layers']['forward']:.2f} "
-                               f"layers and the eager walks at {worst['peak_in_layers']['walks_eager']:.2f}"))
+                        reason=f"the SDPA forward alone, its own activations, peaks at {forward:.2f} layers, and while "
+                               "it runs on from one attention module to the next the reader still holds the previous "
+                               f"layer's inputs and output ({held:.3f} layers here: 2 B n d float32 numbers), "
+                               f"{forward + held:.2f} layers together; building a layer's attention and walks, a "
+                               f"passage at a time, peaks at {worst['peak_in_layers']['build']:.2f} layers (the "
+                               "attention, what the paused forward holds, one passage's queries and keys). The "
+                               f"eager walks peak at {worst['peak_in_layers']['walks_eager']:.2f} layers"))
     first, last = report["layers"][0], report["layers"][-1]
     goals.append(C.goal(f"extraction: peak growth from {first['n_layer']} to {last['n_layer']} layers",
                         report["growth"]["walks"], 1.5, "x (flat = 1)",
@@ -269,7 +288,7 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     for L in cfg["layers"]:
         spec = {"n_layer": L, **cfg["width"], "B": cfg["B"], "n": cfg["n"]}
         t = _job({"kind": "time", "model": spec, "rounds": cfg["rounds"], "variants": variants}, python, quick)
-        mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, python, quick) for v in variants}
+        mem = {v: _job({"kind": "memory", "model": spec, "variants": [v]}, python, quick) for v in variants + ["build"]}
         row = {"n_layer": L, **spec, **{k: t[k] for k in ("heads", "d", "weight_bytes", "attention_layer_bytes")},
                "seconds": t["seconds"], "ratio": {v: C.ratio(t["seconds"], v, "floor") for v in variants[1:]},
                "memory": mem, "peak_in_layers": {v: m["peak_bytes"] / t["attention_layer_bytes"] for v, m in mem.items()}}

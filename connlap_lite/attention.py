@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
-from .transports import ConstantTransport, HeadTransports, MixtureTransport, check_heads
+from .transports import ConstantTransport, HeadTransports, MixtureTransport, _over, check_heads
 from .walks import ConnectionWalk
 
 
@@ -259,18 +259,15 @@ def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, 
                 lazy: bool = False) -> ConnectionWalk:
     """The walk of T2 from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
     (patterns that the caller computed and no one else holds) and their weights are not checked again;
-    with ``lazy`` they are read from ``A`` as they are needed (``MixtureTransport._gated``), never stored
-    beside it (``A`` must then stay unchanged while the walk uses it)."""
-    H = A.shape[0]
-    S = A.sum(0)
-    # H * gamma^h = A^h * (H / S); where S = 0 every A^h is 0 (A >= 0), so the weight is 0 there too
-    scale = H / torch.where(S > 0, S, torch.ones_like(S))
-    P = S / H
-    if own:
-        return ConnectionWalk(P, MixtureTransport._trusted(A.mul_(scale), heads), offset=offset, numpy=numpy)
-    if lazy and A.dtype == heads.U.dtype:
-        return ConnectionWalk(P, MixtureTransport._gated(A, scale, heads), offset=offset, numpy=numpy)
-    return ConnectionWalk(P, MixtureTransport(A * scale, heads), offset=offset, numpy=numpy)
+    with ``lazy`` they are read from ``A`` and the walk's ``P`` as they are needed (``MixtureTransport._gated``),
+    never stored beside them (``A`` must then stay unchanged while the walk uses it)."""
+    P = A.sum(0).div_(A.shape[0])
+    if lazy and A.dtype == heads.U.dtype:          # read from A and P as they are needed, nothing stored
+        return ConnectionWalk(P, MixtureTransport._gated(A, P, heads), offset=offset, numpy=numpy)
+    if own:                                        # H * gamma^h = A^h / P, written into A
+        return ConnectionWalk(P, MixtureTransport._trusted(_over(A, P, inplace=True), heads), offset=offset,
+                              numpy=numpy)
+    return ConnectionWalk(P, MixtureTransport(_over(A, P), heads), offset=offset, numpy=numpy)
 
 
 def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:

@@ -4,7 +4,8 @@
 family's adapter gives the layer's scaled scores from the attention module's inputs, :func:`allowed_pairs`
 says which query-key pairs the layer lets attend (causal, sliding-window and padding masks), and
 :func:`probabilities` takes the softmax in place, in float32 (float64 for a float64 model).  So only one
-``(B, H, n, n)`` tensor is written per layer, and only when a reader first asks for ``lw.attention``.
+``(B, H, n, n)`` tensor is written per layer, a passage at a time (one passage's queries and keys alive
+beside it), and only when a reader first asks for ``lw.attention``.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -58,13 +59,43 @@ def probabilities(logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
 
 
 def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
-    """A function of no argument that builds layer ``layer``'s attention from the module's inputs."""
+    """A function of no argument that builds layer ``layer``'s attention from the module's inputs.
+
+    One passage at a time: its queries and keys, its scores written into its slice of the one
+    ``(B, H, n, n)`` tensor, its softmax taken there in place.  So beside the attention only one
+    passage's queries and keys are ever alive, never the whole batch's."""
     def build() -> torch.Tensor:
+        hidden = args[0] if args else kwargs["hidden_states"]
+        B, n = tokens.shape
+        dtype = hidden.dtype if hidden.dtype in (torch.float32, torch.float64) else torch.float32
+        A = torch.empty(B, adapter.shape(model)[0], n, n, dtype=dtype, device=hidden.device)
         with torch.no_grad():
-            A = probabilities(adapter.logits(model, layer, args, kwargs), allowed_pairs(tokens, mask))
+            for b in range(B):
+                rows = A[b:b + 1]
+                s = adapter.logits(model, layer, *_passage(args, kwargs, b, B),
+                                   out=rows if hidden.dtype == dtype else None)
+                if s.data_ptr() != rows.data_ptr():     # half precision (or an adapter that made its own)
+                    rows.copy_(s)
+                s = None
+                probabilities(rows, allowed_pairs(tokens[b:b + 1], mask))
         _check_finite(model, layer, "attention", A)
         return A
     return build
+
+
+def _passage(args: tuple, kwargs: dict, b: int, B: int) -> tuple[tuple, dict]:
+    """The module's inputs for passage ``b`` alone: every tensor with the batch's ``B`` rows first (hidden
+    states, position embeddings, masks) cut to row ``b``; the rest (rows shared by the batch) as they are."""
+    if B == 1:
+        return args, kwargs
+
+    def cut(v):
+        if isinstance(v, torch.Tensor) and v.ndim >= 2 and v.shape[0] == B:
+            return v[b:b + 1]
+        if isinstance(v, tuple) and any(isinstance(x, torch.Tensor) for x in v):
+            return tuple(cut(x) for x in v)
+        return v
+    return tuple(cut(v) for v in args), {k: cut(v) for k, v in kwargs.items()}
 
 
 def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:

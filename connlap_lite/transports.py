@@ -233,6 +233,15 @@ class ConstantTransport(Transport):
         return ConstantTransport(self.T.to(**kw))
 
 
+def _over(patterns: torch.Tensor, mean: torch.Tensor, *, inplace: bool = False) -> torch.Tensor:
+    """``patterns / mean``, and ``patterns`` itself where ``mean`` is 0: the gate weights ``H gamma^h = A^h / P``
+    of nonnegative patterns ``A`` (``(H, ...)``) over their head mean ``P`` (where ``P`` is 0 so is every
+    ``A^h``, and so is its weight).  The one formula of the gates, whichever way a walk stores them;
+    ``inplace`` overwrites ``patterns``."""
+    denominator = torch.where(mean > 0, mean, torch.ones_like(mean))
+    return patterns.div_(denominator) if inplace else patterns / denominator
+
+
 class MixtureTransport(Transport):
     """``T_ij = sum_h weights[h, i, j] T_h`` with ``T_h`` factored (T2).
 
@@ -249,7 +258,7 @@ class MixtureTransport(Transport):
         if weights.dtype != heads.U.dtype:
             dt = torch.promote_types(weights.dtype, heads.U.dtype)
             weights, heads = weights.to(dt), heads.to(dtype=dt)
-        self._weights, self._base, self._scale = weights, None, None
+        self._weights, self._base, self._mean = weights, None, None
         self.heads = heads
         self.d = heads.d
 
@@ -257,8 +266,8 @@ class MixtureTransport(Transport):
     def weights(self) -> torch.Tensor:
         """The ``(H, n, n)`` weights; for a transport made by :meth:`_gated`, formed on first access."""
         if self._weights is None:
-            self._weights = self._base * self._scale
-            self._base = self._scale = None
+            self._weights = self._rows(0, self._base.shape[1])
+            self._base = self._mean = None
         return self._weights
 
     @property
@@ -277,19 +286,19 @@ class MixtureTransport(Transport):
         if weights.dtype != heads.U.dtype or weights.ndim != 3 or weights.shape[0] != heads.n_heads:
             return cls(weights, heads)
         t = cls.__new__(cls)
-        t._weights, t._base, t._scale, t.heads, t.d = weights, None, None, heads, heads.d
+        t._weights, t._base, t._mean, t.heads, t.d = weights, None, None, heads, heads.d
         return t
 
     @classmethod
-    def _gated(cls, base: torch.Tensor, scale: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
-        """Weights ``base * scale`` (``(H, n, n)`` times ``(n, n)``) never stored: each block of rows that
-        :meth:`apply` uses is formed on the fly (the same numbers), and :attr:`weights` forms them all on first
-        access.  For checked patterns of the heads' dtype (:meth:`connlap_lite.LayerWalks.walk`'s), so that a
-        walk is built without a second ``(H, n, n)`` array beside its attention."""
-        if base.dtype != heads.U.dtype or scale.dtype != base.dtype:
-            return cls(base * scale, heads)
+    def _gated(cls, base: torch.Tensor, mean: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+        """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`_over`) never stored: each block of rows that :meth:`apply` uses is formed on the fly
+        (the same numbers), and :attr:`weights` forms them all on first access.  For checked patterns of the
+        heads' dtype (:meth:`connlap_lite.LayerWalks.walk`'s, ``mean`` its walk's own ``P``), so that a walk
+        is built without a second ``(H, n, n)`` array, nor a second ``(n, n)`` one, beside its attention."""
+        if base.dtype != heads.U.dtype or mean.dtype != base.dtype:
+            return cls(_over(base, mean), heads)
         t = cls.__new__(cls)
-        t._weights, t._base, t._scale, t.heads, t.d = None, base, scale, heads, heads.d
+        t._weights, t._base, t._mean, t.heads, t.d = None, base, mean, heads, heads.d
         return t
 
     def _own(self) -> None:
@@ -300,7 +309,7 @@ class MixtureTransport(Transport):
         """``weights[:, i:j]``, formed from the patterns if the weights are not stored."""
         if self._weights is not None:
             return self._weights[:, i:j]
-        return self._base[:, i:j] * self._scale[i:j]
+        return _over(self._base[:, i:j], self._mean[i:j])
 
     def apply(self, P, F):
         """``sum_h (P * weights_h) @ (F V_h^T) U_h^T``, a block of rows at a time: the gated weights

@@ -81,6 +81,50 @@ def test_rebuilt_attention_is_the_eager_attention(name):
     assert lw._attention is None and real_rows_error(lw.attention, reference[0], tokens) <= TOL
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_attention_is_built_a_passage_at_a_time_into_one_tensor(name, monkeypatch):
+    """The adapter sees one passage's inputs at a time and writes its scores into that passage's rows of the
+    layer's attention; the result is the softmax of the whole batch's scores."""
+    from connlap_lite.adapters import adapter_for
+
+    _, sdpa = pair(name)
+    batch = padded_batch()
+    adapter = adapter_for(sdpa)
+    real, seen, whole = adapter.logits, [], []
+
+    def spying(model, layer, args, kwargs, out=None):
+        hidden = args[0] if args else kwargs["hidden_states"]
+        seen.append((hidden.shape[0], out is not None and out._base is not None))
+        return real(model, layer, args, kwargs, out=out)
+
+    def capture(module, args, kwargs, output):                # the whole batch's scores, from the same inputs
+        whole.append(real(sdpa, len(whole), args, kwargs))
+
+    handles = [m.register_forward_hook(capture, with_kwargs=True) for m in adapter.layers(sdpa)]
+    try:
+        with torch.no_grad():
+            sdpa(**batch)
+    finally:
+        for h in handles:
+            h.remove()
+    monkeypatch.setattr(adapter, "logits", spying)
+    tokens = batch["attention_mask"].bool()
+    for lw in attention_walks(sdpa, batch, progress=False):
+        A = lw.attention
+        assert seen[-3:] == [(1, True)] * 3                      # three passages, each into its rows of A
+        expected = rebuild.probabilities(whole[lw.layer].clone(), rebuild.allowed_pairs(tokens, lw.mask))
+        assert real_rows_error(A, expected, tokens) <= 1e-6
+
+
+def test_scores_out_must_fit():
+    from connlap_lite.adapters._linear import scores
+
+    q, k = torch.ones(1, 4, 3, 2), torch.ones(1, 2, 3, 2)
+    for bad in (torch.empty(1, 4, 3, 2), torch.empty(1, 4, 3, 3, dtype=torch.float64), torch.empty(1, 4, 3, 6)[..., ::2]):
+        with pytest.raises(ValueError, match="out must be a contiguous"):
+            scores(q, k, 1.0, out=bad)
+
+
 @pytest.mark.parametrize("name", ["llama-gqa", "gemma3"])
 def test_half_precision_is_upcast_for_the_softmax(name):
     eager, sdpa = (m.to(torch.bfloat16) for m in pair(name))
@@ -105,11 +149,12 @@ def test_only_one_layer_of_attention_is_alive(monkeypatch):
     def alive():
         return sum(r() is not None for r in built)
 
-    def counting(logits, allowed):
-        at_build.append(alive())
-        P = real(logits, allowed)
-        built.append(weakref.ref(P))
-        return P
+    def counting(logits, allowed):                        # called on each passage's rows of the layer's attention
+        layer = logits if logits._base is None else logits._base
+        if not any(r() is layer for r in built):
+            at_build.append(alive())
+            built.append(weakref.ref(layer))
+        return real(logits, allowed)
 
     monkeypatch.setattr(rebuild, "probabilities", counting)
     handles = [m.register_forward_pre_hook(lambda *_: at_forward.append(alive())) for m in model.model.layers]

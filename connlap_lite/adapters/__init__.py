@@ -10,12 +10,13 @@ An adapter is a small module with these functions (``model`` is the loaded Huggi
                                  (the pre-norm; post-norm, the previous layer's output norm), or None;
 ``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
 ``mask(model, layer)``           ``{"causal": bool, "window": int | None}``;
-``logits(model, layer, args, kwargs)``  the scaled query-key scores ``(B, H, n, n)`` of every query head,
-                                 before any mask, from the attention module's inputs exactly as its
-                                 forward hook receives them (``args``, ``kwargs``): after the family's
-                                 rotary embedding, QK-norm and score soft-capping where the module
-                                 applies them, each key/value group's keys shared by its query heads.
-                                 A fresh tensor in the module's dtype, which the caller may overwrite.
+``logits(model, layer, args, kwargs, out=None)``  the scaled query-key scores ``(B, H, n, n)`` of every
+                                 query head, before any mask, from the attention module's inputs exactly as
+                                 its forward hook receives them (``args``, ``kwargs``; the caller may cut
+                                 them to one passage): after the family's rotary embedding, QK-norm and
+                                 score soft-capping where the module applies them, each key/value group's
+                                 keys shared by its query heads.  A fresh tensor in the module's dtype, which
+                                 the caller may overwrite, or ``out`` where given (``_linear.scores``).
 
 :func:`connlap_lite.attention_walks` turns ``logits`` plus ``mask`` and the batch's padding into the
 attention probabilities one layer at a time, so the model itself may run any attention

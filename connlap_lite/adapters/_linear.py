@@ -81,20 +81,31 @@ def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return turned if kept.shape[-1] == 0 else torch.cat((turned, kept), dim=-1)
 
 
-def scores(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
-    """Scaled scores ``scale * q_h k_{g(h)}^T`` of every query head, ``(B, H, n, n)``, a fresh tensor.
+def scores(q: torch.Tensor, k: torch.Tensor, scale: float, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Scaled scores ``scale * q_h k_{g(h)}^T`` of every query head, ``(B, H, n, n)``: a fresh tensor, or ``out``.
 
     ``q`` is ``(B, H, n, d_h)`` and ``k`` is ``(B, G, n, d_h)``: key group ``g`` serves the query heads
-    ``g H/G, ..., (g + 1) H/G - 1`` (grouped-query attention), and no key is copied per head.
+    ``g H/G, ..., (g + 1) H/G - 1`` (grouped-query attention), and no key is copied per head.  ``out``, a
+    contiguous ``(B, H, n, n)`` tensor of ``q``'s dtype, is written in place of a fresh tensor (how
+    :func:`connlap_lite.attention_walks` builds a layer's attention a passage at a time).
 
     >>> q, k = torch.ones(1, 4, 3, 2), torch.ones(1, 2, 3, 2)
     >>> s = scores(q, k, 0.5)
     >>> tuple(s.shape), float(s[0, 3, 2, 1])
     ((1, 4, 3, 3), 1.0)
+    >>> out = torch.empty(1, 4, 3, 3)
+    >>> scores(q, k, 0.5, out=out) is out, bool(out.eq(s).all())
+    (True, True)
     """
     B, H, n, dh = q.shape
     G = k.shape[1]
     if H % G:
         raise ValueError(f"{H} query heads cannot share {G} key groups evenly")
-    s = torch.matmul(q.reshape(B, G, (H // G) * n, dh), k.transpose(-1, -2))
-    return s.mul_(scale).view(B, H, n, k.shape[2])
+    q, kt = q.reshape(B, G, (H // G) * n, dh), k.transpose(-1, -2)
+    if out is None:
+        return torch.matmul(q, kt).mul_(scale).view(B, H, n, k.shape[2])
+    if out.shape != (B, H, n, k.shape[2]) or out.dtype != q.dtype or not out.is_contiguous():
+        raise ValueError(f"out must be a contiguous {(B, H, n, k.shape[2])} tensor of dtype {q.dtype}, got "
+                         f"{tuple(out.shape)} {out.dtype}")
+    torch.matmul(q, kt, out=out.view(B, G, (H // G) * n, k.shape[2]))
+    return out.mul_(scale)

@@ -46,8 +46,8 @@ def norm_gain(model, layer):
     return norm.weight
 
 
-def logits(model, layer, args, kwargs):
+def logits(model, layer, args, kwargs, out=None):
     att = _base(model).encoder.layer[layer].attention.self
     x = argument(args, kwargs, 0, "hidden_states")
     dh = att.attention_head_size
-    return scores(split_heads(att.query(x), dh), split_heads(att.key(x), dh), att.scaling)
+    return scores(split_heads(att.query(x), dh), split_heads(att.key(x), dh), att.scaling, out=out)

@@ -48,10 +48,10 @@ def norm_gain(model, layer):
     return 1.0 + _base(model).layers[layer].input_layernorm.weight   # Gemma's RMSNorm scales by 1 + w
 
 
-def logits(model, layer, args, kwargs):
+def logits(model, layer, args, kwargs, out=None):
     a = _base(model).layers[layer].self_attn
     x = argument(args, kwargs, 0, "hidden_states")
     cos, sin = argument(args, kwargs, 1, "position_embeddings")
     q = rotary(a.q_norm(split_heads(a.q_proj(x), a.head_dim)), cos, sin)       # QK-norm, then rotary
     k = rotary(a.k_norm(split_heads(a.k_proj(x), a.head_dim)), cos, sin)
-    return scores(q, k, a.scaling)
+    return scores(q, k, a.scaling, out=out)

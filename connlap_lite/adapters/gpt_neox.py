@@ -62,7 +62,7 @@ def norm_gain(model, layer):
     return _base(model).layers[layer].input_layernorm.weight   # LayerNorm: gain * normalised x + bias
 
 
-def logits(model, layer, args, kwargs):
+def logits(model, layer, args, kwargs, out=None):
     """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
     a = _base(model).layers[layer].attention
     hidden = args[0] if args else kwargs["hidden_states"]
@@ -72,4 +72,4 @@ def logits(model, layer, args, kwargs):
     q, k = qkv[:, :, :, 0].transpose(1, 2), qkv[:, :, :, 1].transpose(1, 2)     # (B, H, n, d_h)
     cos, sin = kwargs["position_embeddings"]                                     # (B, n, r): partial rotary
     q, k = rotary(q, cos, sin), rotary(k, cos, sin)
-    return scores(q, k, a.scaling)
+    return scores(q, k, a.scaling, out=out)

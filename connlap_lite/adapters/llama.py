@@ -46,10 +46,10 @@ def norm_gain(model, layer):
     return model.model.layers[layer].input_layernorm.weight
 
 
-def logits(model, layer, args, kwargs):
+def logits(model, layer, args, kwargs, out=None):
     a = model.model.layers[layer].self_attn
     x = argument(args, kwargs, 0, "hidden_states")
     cos, sin = argument(args, kwargs, 1, "position_embeddings")
     q = rotary(split_heads(a.q_proj(x), a.head_dim), cos, sin)
     k = rotary(split_heads(a.k_proj(x), a.head_dim), cos, sin)
-    return scores(q, k, a.scaling)
+    return scores(q, k, a.scaling, out=out)

@@ -53,7 +53,7 @@ def mask(model, layer):
     return {"causal": not is_encoder(model.config), "window": None}
 
 
-def logits(model, layer, args, kwargs):
+def logits(model, layer, args, kwargs, out=None):
     """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
     a = _layer(model, layer).attention.self
     hidden = args[0] if args else kwargs["hidden_states"]
@@ -61,4 +61,4 @@ def logits(model, layer, args, kwargs):
     H = model.config.num_attention_heads
     q = a.query(hidden).reshape(B, n, H, -1).transpose(1, 2)
     k = a.key(hidden).reshape(B, n, H, -1).transpose(1, 2)
-    return scores(q, k, a.scaling)
+    return scores(q, k, a.scaling, out=out)
