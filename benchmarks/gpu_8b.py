@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 from connlap_lite import attention_walks, isometry_defect
+from connlap_lite.footprint import SHAPES
 
-LLAMA3_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-                 num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0, max_position_embeddings=8192)
+LLAMA3_8B = SHAPES["meta-llama/Meta-Llama-3-8B"][2]      # the published shape (connlap_lite.footprint)
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=8,
             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)
 

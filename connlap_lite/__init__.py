@@ -19,6 +19,7 @@ module             idea
 ``nulls``          nulls and ablations: rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
+``footprint``      what measuring a model holds in memory, from its configuration alone (no download)
 ``report``         reading reports: curves, trends against nulls, the rules and verdicts of E1-E3
 ``rules_history``  the first rules of E1-E3, replaced, and ``RULE_CHANGES`` (old, new, why)
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes

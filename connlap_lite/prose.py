@@ -11,12 +11,14 @@ so that the text cannot go stale; these are the few phrases they share.
 '1 of 3 decoders (b)'
 >>> layers_of([3, 4, 7])
 'layers 3, 4 and 7'
+>>> sizes([22_713_216, 630_167_424])
+'23M to 630M parameters'
 
-Chapters: *E1*, *E2*, *Beyond E1-E3*, *Scorecard*, *Performance*.
+Chapters: *E1*, *E2*, *E3*, *Known results*, *Beyond E1-E3*, *Scorecard*, *Performance*.
 """
 from __future__ import annotations
 
-__all__ = ["span", "names", "who", "tally", "layers_of"]
+__all__ = ["span", "names", "who", "tally", "layers_of", "size", "sizes"]
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
@@ -84,3 +86,25 @@ def layers_of(layers) -> str:
     if not layers:
         raise ValueError("layers must hold at least one layer index")
     return f"layer {layers[0]}" if len(layers) == 1 else "layers " + names(layers)
+
+
+def size(parameters: int) -> str:
+    """A parameter count as the prose writes it: ``'23M'``, ``'8.0B'``.
+
+    >>> size(124_439_808), size(1_557_611_200)
+    ('124M', '1.6B')
+    """
+    return f"{parameters / 1e9:.1f}B" if parameters >= 1e9 else f"{parameters / 1e6:.0f}M"
+
+
+def sizes(counts) -> str:
+    """The range of models' parameter counts: ``'23M to 630M parameters'``.
+
+    >>> sizes([124_439_808])
+    '124M parameters'
+    """
+    counts = list(counts)
+    if not counts:
+        raise ValueError("counts must hold at least one parameter count")
+    lo, hi = size(min(counts)), size(max(counts))
+    return f"{lo} parameters" if lo == hi else f"{lo} to {hi} parameters"
