@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ._backend import eigvalsh, to_tensor
-from .transports import HeadTransports
+from .transports import HeadTransports, _over
 from .transports import check_heads as _heads
 
 
@@ -163,8 +163,7 @@ def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
                              f"to {int(x.max())}")
     rows, cols = (x.reshape(B, -1) for x in (rows, cols))
     a = A[torch.arange(B, device=A.device)[:, None], :, rows, cols].double()   # (B, m, H): the heads on each edge
-    S = a.sum(-1, keepdim=True)
-    weights = a * (H / torch.where(S > 0, S, torch.ones_like(S)))             # H gamma^h, 0 where no head attends
+    weights = _over(a, a.sum(-1, keepdim=True) / H)                          # H gamma^h, 0 where no head attends
     groups = torch.arange(H) if heads.groups is None else heads.groups
     if weights.shape[1] == 0:
         out = torch.zeros(B, 0, dtype=torch.float64, device=A.device)

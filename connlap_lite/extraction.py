@@ -371,7 +371,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             current = LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
                                  inputs=hidden, output=output, tokens=tokens, mask=mask,
                                  gain=adapter.norm_gain(model, l))
-            weights = None
+            weights = args = kwargs = hidden = output = None      # current holds them, while its reader does
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None

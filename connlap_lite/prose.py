@@ -91,10 +91,10 @@ def layers_of(layers) -> str:
 def size(parameters: int) -> str:
     """A parameter count as the prose writes it: ``'23M'``, ``'8.0B'``.
 
-    >>> size(124_439_808), size(1_557_611_200)
-    ('124M', '1.6B')
+    >>> size(124_439_808), size(999_600_000), size(1_557_611_200)
+    ('124M', '1.0B', '1.6B')
     """
-    return f"{parameters / 1e9:.1f}B" if parameters >= 1e9 else f"{parameters / 1e6:.0f}M"
+    return f"{parameters / 1e6:.0f}M" if round(parameters / 1e6) < 1000 else f"{parameters / 1e9:.1f}B"
 
 
 def sizes(counts) -> str:

@@ -63,7 +63,8 @@ def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
 
     One passage at a time: its queries and keys, its scores written into its slice of the one
     ``(B, H, n, n)`` tensor, its softmax taken there in place.  So beside the attention only one
-    passage's queries and keys are ever alive, never the whole batch's."""
+    passage's queries and keys are ever alive, never the whole batch's (and, for a half-precision
+    model, its scores in that precision before they are copied in)."""
     def build() -> torch.Tensor:
         hidden = args[0] if args else kwargs["hidden_states"]
         B, n = tokens.shape
@@ -72,9 +73,8 @@ def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
         with torch.no_grad():
             for b in range(B):
                 rows = A[b:b + 1]
-                s = adapter.logits(model, layer, *_passage(args, kwargs, b, B),
-                                   out=rows if hidden.dtype == dtype else None)
-                if s.data_ptr() != rows.data_ptr():     # half precision (or an adapter that made its own)
+                s = adapter.logits(model, layer, *_passage(args, kwargs, b, B), out=rows)
+                if s.data_ptr() != rows.data_ptr():     # an adapter that made a tensor of its own
                     rows.copy_(s)
                 s = None
                 probabilities(rows, allowed_pairs(tokens[b:b + 1], mask))

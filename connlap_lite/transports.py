@@ -291,10 +291,11 @@ class MixtureTransport(Transport):
 
     @classmethod
     def _gated(cls, base: torch.Tensor, mean: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
-        """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`_over`) never stored: each block of rows that :meth:`apply` uses is formed on the fly
-        (the same numbers), and :attr:`weights` forms them all on first access.  For checked patterns of the
-        heads' dtype (:meth:`connlap_lite.LayerWalks.walk`'s, ``mean`` its walk's own ``P``), so that a walk
-        is built without a second ``(H, n, n)`` array, nor a second ``(n, n)`` one, beside its attention."""
+        """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`_over`), never stored:
+        each block of rows that :meth:`apply` uses is formed on the fly (the same numbers), and :attr:`weights`
+        forms them all on first access.  For checked patterns of the heads' dtype
+        (:meth:`connlap_lite.LayerWalks.walk`'s, ``mean`` its walk's own ``P``), so that a walk is built
+        without a second ``(H, n, n)`` array, nor a second ``(n, n)`` one, beside its attention."""
         if base.dtype != heads.U.dtype or mean.dtype != base.dtype:
             return cls(_over(base, mean), heads)
         t = cls.__new__(cls)

@@ -3,6 +3,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
+from connlap_lite import attention_walks, edges
 from connlap_lite.adapters import describe
 from connlap_lite.analysis import EDGE_PASSAGES, EDGES
 from connlap_lite.footprint import SHAPES, config_of, footprint
@@ -11,15 +12,31 @@ from connlap_lite.footprint import SHAPES, config_of, footprint
 def test_footprint_counts_what_a_built_model_has():
     config = LlamaConfig(hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
                          num_key_value_heads=2, vocab_size=100, dtype="bfloat16")
-    model = AutoModelForCausalLM.from_config(config)
+    model = AutoModelForCausalLM.from_config(config).eval()
     f = footprint(config, 3, 10)
     facts = describe(model)
     assert f["parameters"] == sum(p.numel() for p in model.parameters())
     assert f["weight_bytes"] == 2 * f["parameters"]                      # the config's bfloat16
     assert all(f[k] == facts[k] for k in ("layers", "heads", "groups", "d", "head_dim"))
-    assert f["attention_bytes"] == 3 * 6 * 10 * 10 * 4
-    assert f["head_bytes"] == 8 * 48 * 48                                # d x H d_h float64 (H d_h = d here)
-    assert f["edge_bytes"] == 8 * EDGES * min(3, EDGE_PASSAGES) * 16 ** 2   # G d_h = 2 x 8
+    # the sizes are those of the arrays the measurement makes: the attention that attention_walks builds, the Gram
+    # that gated_singular_values caches, the batch of edge cores it solves
+    batch = {"input_ids": torch.randint(0, 100, (3, 10), generator=torch.Generator().manual_seed(0))}
+    lw = next(attention_walks(model, batch, progress=False))
+    assert f["attention_bytes"] == lw.attention.nbytes
+    cores = []
+
+    def solve(core):
+        cores.append(core.nbytes)
+        return real(core)
+
+    real, edges.eigvalsh = edges.eigvalsh, solve
+    try:
+        m = EDGES * min(3, EDGE_PASSAGES)
+        edges.gated_singular_values(torch.rand(m, 6, dtype=torch.float64), lw.transports, lw.transports.groups)
+    finally:
+        edges.eigvalsh = real
+    gram = next(v[0] for k, v in lw.transports._cache.items() if k[0] == "gated-gram")
+    assert f["head_bytes"] == gram.nbytes and cores == [f["edge_bytes"]]
 
 
 def test_every_shape_builds_on_the_meta_device():

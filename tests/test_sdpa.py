@@ -119,10 +119,14 @@ def test_attention_is_built_a_passage_at_a_time_into_one_tensor(name, monkeypatc
 def test_scores_out_must_fit():
     from connlap_lite.adapters._linear import scores
 
-    q, k = torch.ones(1, 4, 3, 2), torch.ones(1, 2, 3, 2)
-    for bad in (torch.empty(1, 4, 3, 2), torch.empty(1, 4, 3, 3, dtype=torch.float64), torch.empty(1, 4, 3, 6)[..., ::2]):
+    q, k = torch.randn(1, 4, 3, 2), torch.randn(1, 2, 3, 2)
+    for bad in (torch.empty(1, 4, 3, 2), torch.empty(1, 4, 3, 6)[..., ::2]):
         with pytest.raises(ValueError, match="out must be a contiguous"):
             scores(q, k, 1.0, out=bad)
+    # scores of another precision (autocast's half queries) are made in theirs and copied in
+    wide = torch.empty(1, 4, 3, 3, dtype=torch.float64)
+    assert scores(q.half(), k.half(), 0.5, out=wide) is wide
+    assert torch.equal(wide, scores(q.half(), k.half(), 0.5).double())
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "gemma3"])
@@ -176,6 +180,41 @@ def test_only_one_layer_of_attention_is_alive(monkeypatch):
     built.clear(), at_build.clear()
     kept = [lw.attention for lw in attention_walks(model, padded_batch(), progress=False)]
     assert [A.shape[0] for A in kept] == [3] * 4 and at_build == [0, 1, 2, 3]
+
+
+def test_a_layer_the_reader_dropped_is_not_held_while_the_forward_runs_on():
+    """The stream keeps no reference of its own to a layer's inputs and output once it has handed them over."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(LlamaConfig(num_hidden_layers=3, num_attention_heads=4,
+                                                         num_key_value_heads=2, hidden_size=32,
+                                                         intermediate_size=64, vocab_size=100),
+                                             attn_implementation="sdpa").eval()
+    handed, alive = [], []
+    handles = [m.register_forward_pre_hook(lambda *_: alive.append([r() is not None for r in handed]))
+               for m in model.model.layers[1:]]
+    try:
+        for lw in attention_walks(model, padded_batch(), progress=False):
+            lw.walk(0)
+            handed += [weakref.ref(lw.inputs), weakref.ref(lw.output)]
+            del lw                                        # this reader keeps nothing of a layer it has read
+    finally:
+        for h in handles:
+            h.remove()
+    assert alive == [[False, False], [False] * 4]
+
+
+def test_passage_cuts_the_batch_rows_only():
+    B, n = 3, 5
+    hidden, mask = torch.randn(B, n, 8), torch.ones(B, 1, n, n)
+    cos, sin, ids = torch.randn(1, n, 4), torch.randn(1, n, 4), torch.arange(n)[None].expand(B, n)
+    args, kwargs = rebuild._passage((hidden,), {"position_embeddings": (cos, sin), "attention_mask": mask,
+                                                "position_ids": ids, "cache_position": torch.arange(n), "flag": True},
+                                    1, B)
+    assert torch.equal(args[0], hidden[1:2]) and torch.equal(kwargs["attention_mask"], mask[1:2])
+    assert torch.equal(kwargs["position_ids"], ids[1:2])
+    assert kwargs["position_embeddings"][0] is cos and kwargs["position_embeddings"][1] is sin   # shared rows
+    assert kwargs["cache_position"].shape == (n,) and kwargs["flag"] is True
+    assert rebuild._passage((hidden[:1],), {}, 0, 1)[0][0] is not None
 
 
 def test_allowed_pairs_follow_the_window_and_padding():

@@ -86,8 +86,9 @@ def scores(q: torch.Tensor, k: torch.Tensor, scale: float, out: torch.Tensor | N
 
     ``q`` is ``(B, H, n, d_h)`` and ``k`` is ``(B, G, n, d_h)``: key group ``g`` serves the query heads
     ``g H/G, ..., (g + 1) H/G - 1`` (grouped-query attention), and no key is copied per head.  ``out``, a
-    contiguous ``(B, H, n, n)`` tensor of ``q``'s dtype, is written in place of a fresh tensor (how
-    :func:`connlap_lite.attention_walks` builds a layer's attention a passage at a time).
+    contiguous ``(B, H, n, n)`` tensor, is written in place of a fresh tensor (how
+    :func:`connlap_lite.attention_walks` builds a layer's attention a passage at a time); scores of another
+    dtype are made in ``q``'s and copied in.
 
     >>> q, k = torch.ones(1, 4, 3, 2), torch.ones(1, 2, 3, 2)
     >>> s = scores(q, k, 0.5)
@@ -104,8 +105,12 @@ def scores(q: torch.Tensor, k: torch.Tensor, scale: float, out: torch.Tensor | N
     q, kt = q.reshape(B, G, (H // G) * n, dh), k.transpose(-1, -2)
     if out is None:
         return torch.matmul(q, kt).mul_(scale).view(B, H, n, k.shape[2])
-    if out.shape != (B, H, n, k.shape[2]) or out.dtype != q.dtype or not out.is_contiguous():
-        raise ValueError(f"out must be a contiguous {(B, H, n, k.shape[2])} tensor of dtype {q.dtype}, got "
-                         f"{tuple(out.shape)} {out.dtype}")
-    torch.matmul(q, kt, out=out.view(B, G, (H // G) * n, k.shape[2]))
+    if out.shape != (B, H, n, k.shape[2]) or not out.is_contiguous():
+        raise ValueError(f"out must be a contiguous {(B, H, n, k.shape[2])} tensor, got {tuple(out.shape)}"
+                         f"{'' if out.is_contiguous() else ' (not contiguous)'}")
+    rows = out.view(B, G, (H // G) * n, k.shape[2])
+    if out.dtype != q.dtype:                    # (autocast: half-precision scores into a float32 out)
+        rows.copy_(torch.matmul(q, kt).mul_(scale))
+        return out
+    torch.matmul(q, kt, out=rows)
     return out.mul_(scale)
