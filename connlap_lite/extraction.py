@@ -319,8 +319,9 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
         ``"logits"`` otherwise.
 
     The model runs once (in a worker thread, paused at each chosen layer until the next one is
-    asked for), so every module runs once and, with ``"logits"``, memory stays at the weights plus
-    one layer's attention.
+    asked for), so every module runs once and, with ``"logits"``, memory stays at the weights, the forward's own
+    activations and one layer's attention (and, while the reader still holds the previous layer, its inputs and
+    output; with ``"eager"``, its attention too).
 
     Chapter: *Reading a real transformer as a connection walk*.
     """

@@ -215,8 +215,8 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         An offline short name (the table in :mod:`connlap_lite.offline`), a Hugging Face id
         (``gpt2`` ... ``gpt2-xl``, ``bert-base-uncased``, ``meta-llama/Meta-Llama-3-8B``)
         or a local folder.
-    device, dtype : where and in what precision the weights live (dtype None keeps the
-        checkpoint's float32 or the config's default).
+    device, dtype : where and in what precision the weights live (dtype None: what transformers loads by
+        default, the checkpoint's own precision in transformers 5; a random-init model takes its config's).
     random_init : bool
         The null model: the same architecture and tokenizer, weights freshly
         initialised with ``seed``.
