@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ._backend import _all_finite
+from ._backend import _all_finite, compute_dtype
 
 
 def allowed_pairs(tokens: torch.Tensor, mask: dict) -> torch.Tensor:
@@ -68,8 +68,7 @@ def _rebuild(model, adapter, layer: int, args, kwargs, tokens, mask):
     def build() -> torch.Tensor:
         hidden = args[0] if args else kwargs["hidden_states"]
         B, n = tokens.shape
-        dtype = hidden.dtype if hidden.dtype in (torch.float32, torch.float64) else torch.float32
-        A = torch.empty(B, adapter.shape(model)[0], n, n, dtype=dtype, device=hidden.device)
+        A = torch.empty(B, adapter.shape(model)[0], n, n, dtype=compute_dtype(hidden), device=hidden.device)
         with torch.no_grad():
             for b in range(B):
                 rows = A[b:b + 1]

@@ -9,7 +9,7 @@ from connlap_lite.analysis import EDGE_PASSAGES, EDGES
 from connlap_lite.footprint import SHAPES, config_of, footprint
 
 
-def test_footprint_counts_what_a_built_model_has():
+def test_footprint_counts_what_a_built_model_has(monkeypatch):
     config = LlamaConfig(hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=6,
                          num_key_value_heads=2, vocab_size=100, dtype="bfloat16")
     model = AutoModelForCausalLM.from_config(config).eval()
@@ -23,18 +23,15 @@ def test_footprint_counts_what_a_built_model_has():
     batch = {"input_ids": torch.randint(0, 100, (3, 10), generator=torch.Generator().manual_seed(0))}
     lw = next(attention_walks(model, batch, progress=False))
     assert f["attention_bytes"] == lw.attention.nbytes
-    cores = []
+    cores, real = [], edges.eigvalsh
 
     def solve(core):
         cores.append(core.nbytes)
         return real(core)
 
-    real, edges.eigvalsh = edges.eigvalsh, solve
-    try:
-        m = EDGES * min(3, EDGE_PASSAGES)
-        edges.gated_singular_values(torch.rand(m, 6, dtype=torch.float64), lw.transports, lw.transports.groups)
-    finally:
-        edges.eigvalsh = real
+    monkeypatch.setattr(edges, "eigvalsh", solve)
+    m = EDGES * min(3, EDGE_PASSAGES)
+    edges.gated_singular_values(torch.rand(m, 6, dtype=torch.float64), lw.transports, lw.transports.groups)
     gram = next(v[0] for k, v in lw.transports._cache.items() if k[0] == "gated-gram")
     assert f["head_bytes"] == gram.nbytes and cores == [f["edge_bytes"]]
 
