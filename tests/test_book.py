@@ -39,6 +39,16 @@ def test_notebook_asserts_what_it_claims(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_valid_nbformat_4_5(path):
+    """Cell ids need nbformat 4.5: a 4.4 notebook with ids is invalid JSON to nbconvert and nbformat."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    assert (nb.nbformat, nb.nbformat_minor) >= (4, 5), f"{path.name} is nbformat {nb.nbformat}.{nb.nbformat_minor}"
+    nbformat.validate(nb)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_stored_without_outputs(path):
     for c in load(path)["cells"]:
         if c["cell_type"] == "code":
