@@ -56,3 +56,15 @@ def test_the_package_table_lists_every_public_module():
     public = {m.name for m in pkgutil.iter_modules(connlap_lite.__path__) if not m.name.startswith("_")}
     listed = set(re.findall(r"^``(\w+)``", connlap_lite.__doc__, re.M))
     assert public == listed, f"missing from the table: {sorted(public - listed)}; listed but absent: {sorted(listed - public)}"
+
+
+def test_changes_after_a_release_sit_under_unreleased():
+    """A dated change later than its release's date belongs under ``## Unreleased``, not in the release."""
+    release = None
+    for line in (ROOT / "CHANGELOG.md").read_text().splitlines():
+        if line.startswith("## "):
+            m = re.match(r"## (\S+) \((\d{4}-\d\d-\d\d)\)", line)
+            assert m or line == "## Unreleased", f"a release heading is '## X.Y.Z (date)' or '## Unreleased': {line!r}"
+            release = m and m.group(2)
+        for date in re.findall(r"^###.*\((\d{4}-\d\d-\d\d)\)", line):
+            assert release is None or date <= release, f"{line!r} is dated after its release ({release}): move it under ## Unreleased"
