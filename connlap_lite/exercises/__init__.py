@@ -37,11 +37,11 @@ check_holonomy failed on case 2 of 5 (cycle [0, 1], d=2)
 
 Chapters: the ``## Exercises`` section of every chapter.
 """
-from ._runner import Case, ExerciseFailed, grade
+from ._runner import Case, ExerciseFailed, checker, grade
 from .theory import (check_apply_walk, check_holonomy, check_head_transport, check_sha_output, check_edge_transport, check_mha_walk, check_connection_laplacian, check_dirichlet_energy, check_stationary, check_reversibility_defect)
 from .real_models import (check_ov_transport, check_attention_pattern, check_sink_rate, check_norm_weighted_walk)
-from .empirical import (check_normalised_walk_distance, check_sink_mass, check_rank_free_defect, check_data_isometry_defect, check_slope_interval, check_spearman_rho, check_e1_verdict, check_e2_verdict, check_read_write_overlap, check_copy_score)
+from .empirical import (check_normalised_walk_distance, check_sink_mass, check_rank_free_defect, check_data_isometry_defect, check_slope_interval, check_spearman_rho, check_holm, check_p_below_nulls, check_read_write_overlap, check_copy_score)
 from .interactive import (check_kernel_dimension, check_min_dirichlet_energy)
 
 CHECKERS = {name: obj for name, obj in globals().items() if name.startswith("check_") and callable(obj)}
-__all__ = ["ExerciseFailed", "Case", "grade", "CHECKERS", *sorted(CHECKERS)]
+__all__ = ["ExerciseFailed", "Case", "checker", "grade", "CHECKERS", *sorted(CHECKERS)]
