@@ -221,11 +221,8 @@ def _orthogonal(rng, d: int) -> np.ndarray:
 
 
 def _patterns(rng, H: int, n: int, causal: bool = False) -> np.ndarray:
-    S = rng.standard_normal((H, n, n))
-    if causal:
-        S = np.where(np.tril(np.ones((n, n), dtype=bool)), S, -np.inf)
-    A = np.exp(S - S.max(-1, keepdims=True))
-    return A / A.sum(-1, keepdims=True)
+    """``H`` random attention patterns ``(H, n, n)``: positive rows summing to one, lower triangular if causal."""
+    return np.stack([_stochastic(rng, n, causal) for _ in range(H)])
 
 
 def _symmetric_orthogonal(rng, w: np.ndarray, d: int) -> np.ndarray:

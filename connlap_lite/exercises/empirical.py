@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from .. import metrics as M
 from ._runner import Case, _factors, _orthogonal, _rng, _stochastic, checker

@@ -84,7 +84,7 @@ def check_edge_transport():
         A = _patterns(rng, H, n, causal=kind == "causal heads")
         if kind.startswith("only"):
             A[[0, 1, 3], i, j] = 0.0
-            A /= A.sum(-1, keepdims=True)
+            A = A / A.sum(-1, keepdims=True)
         cases.append(Case(f"H={H}, n={n}, d={d}, edge ({i}, {j}), {kind}", (A, rng.standard_normal((H, d, d)), i, j)))
     return cases
 
