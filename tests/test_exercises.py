@@ -590,3 +590,18 @@ def test_student_edition_refuses_to_write_into_the_book(tmp_path):
         student_main([str(ROOT), str(tmp_path / "s"), "--course", str(tmp_path / "s" / "course")])
     with pytest.raises(FileNotFoundError, match="root must be the project's folder"):
         student_edition(tmp_path / "missing", tmp_path / "out")
+
+
+def test_teaching_page_lists_every_exercise_and_the_measured_times():
+    """book/teaching.md's two tables are what tools/teaching_tables.py computes from the notebooks and from
+    benchmarks/results/book_times.json (run the tool after a change)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import teaching_tables as TT
+
+    page = TT.PAGE.read_text(encoding="utf-8")
+    assert TT.render(page) == page, "book/teaching.md's tables are stale: run python tools/teaching_tables.py"
+    listed = re.findall(r"\| \{ref\}`(\w+)` \| (\d+ points?|no) \| (\w+) \| (\d+) \|", page)
+    assert sorted(label for label, *_ in listed) == sorted(label for _, label, _, _ in EXERCISES)
+    with pytest.raises(ValueError, match="one marked block per table"):
+        TT.render(page.replace("<!-- teaching_tables: times -->", ""))
+    assert TT.duration(59.6) == "1 min 0 s" and TT.duration(0.4) == "0 s"
