@@ -477,6 +477,8 @@ def test_student_edition_opens_and_installs_its_own_branch(student):
         assert "/blob/main/" not in text, f"{path.name}: a link still opens the book's own edition"
         setup = src(next(c for c in nb["cells"] if c["cell_type"] == "code"))
         assert f'"git+{SE.colab_cells.REPO_URL}@{SE.STUDENT_BRANCH}"' in setup, path
+    config = yaml.safe_load((tree / "_config.yml").read_text(encoding="utf-8"))
+    assert config["repository"]["branch"] == SE.STUDENT_BRANCH, "the launch buttons of the student site"
 
 
 def submission(student_nb: dict, book_path: Path, wrong: set = frozenset()) -> dict:

@@ -251,6 +251,11 @@ def student_edition(root=".", dest="_build/student") -> list[Path]:
         if new == text:
             raise ValueError('pyproject.toml has no package-data line "*" = ["py.typed"] to add the answer key to')
         pyproject.write_text(new, encoding="utf-8")
+    config = dest / "_config.yml"
+    if config.exists():                           # the launch buttons of a site built from the branch
+        text = config.read_text(encoding="utf-8")
+        config.write_text(re.sub(rf"^(  branch: ){re.escape(colab_cells.BRANCH)}$", rf"\g<1>{STUDENT_BRANCH}", text,
+                                 count=1, flags=re.M), encoding="utf-8")
     _write_key(root, dest / KEY)
     written = []
     for path in sorted(p for p in book.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):

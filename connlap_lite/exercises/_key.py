@@ -50,8 +50,11 @@ def _attempt(fn, case):
 
 def computed(name: str, cases) -> tuple[list, dict[str, list]]:
     """The key from the reference implementations (the book's edition only)."""
-    from . import _reference
-
+    try:
+        from . import _reference
+    except ImportError:
+        raise RuntimeError(f"this edition of connlap_lite ships neither the teacher's key (exercises._reference) "
+                           f"nor its answers ({ANSWERS.name}); reinstall it from the student branch") from None
     reference = _reference.REFERENCES[name]
     expected = [reference(*copy.deepcopy(c.args), *c.extra) for c in cases]
     return expected, {m: [_attempt(fn, c) for c in cases] for m, fn in _reference.MISTAKES.get(name, {}).items()}

@@ -177,7 +177,8 @@ def grade(name: str, fn: Callable, cases: Sequence[Case], *, forbid: Sequence[st
                                  f"  on {where}\nhint: {HINTS}") from exc
         problem = _compare(got, expected[k], rtol, atol, names)
         if problem:
-            same = [m for m, results in mistakes.items() if _compare(got, results[k], rtol, atol, names) is None]
+            same = [m for m, results in mistakes.items()
+                    if results[k] is not None and _compare(got, results[k], rtol, atol, names) is None]
             diagnosis = f"diagnosis: {'; or '.join(same)}\n" if same else ""
             raise ExerciseFailed(f"{name} failed on {where}\n{problem}\n{diagnosis}hint: {HINTS}")
     print(f"{name}: {len(cases)}/{len(cases)} cases passed")
