@@ -463,6 +463,19 @@ def test_student_package_ships_the_answers_not_the_key(student):
         "REFUSED check_apply_walk: your function called connlap_lite's ConnectionWalk.apply"], run.stdout
 
 
+def test_student_branch_installs_the_answers_without_the_key(student, tmp_path):
+    """What Colab's set-up cell installs from the student branch: a wheel of the tree, with answers.npz."""
+    import zipfile
+
+    tree, _, _ = student
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                          str(tmp_path), str(tree)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    names = zipfile.ZipFile(next(tmp_path.glob("connlap_lite-*.whl"))).namelist()
+    assert "connlap_lite/exercises/answers.npz" in names and "connlap_lite/exercises/theory.py" in names
+    assert not any(n.endswith("_reference.py") for n in names)
+
+
 def test_student_edition_opens_and_installs_its_own_branch(student):
     tree, written, _ = student
     owner_repo = SE.colab_cells.REPO_URL.removeprefix("https://github.com/")
