@@ -93,9 +93,11 @@ pdf: install chromium corpora $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 	$(PY) tools/book_pdf.py $(PDF_ROOT)/_build/html _build/book.pdf
 	@echo "pdf: _build/book.pdf"
 
-# The student edition: every notebook with its graded solutions emptied, in _build/student (book/ untouched).
+# The student edition in _build/student, a tree to publish as the `student` branch (its Colab badges open it): every
+# notebook with its solutions emptied and nbgrader metadata, the package without the teacher's key; and nbgrader's
+# course folder, with the solutions, in _build/nbgrader (for the teacher only). book/ is untouched.
 student: install
-	$(PY) tools/student_edition.py book _build/student
+	$(PY) tools/student_edition.py . _build/student --course _build/nbgrader
 
 # The performance appendix's numbers: every benchmark (one thread), then every notebook timed
 # (long; writes benchmarks/results/*.json). `python benchmarks/run.py --table` only prints the table.

@@ -1,62 +1,128 @@
-"""The student edition of the book: every notebook with its graded solutions emptied (``make student``).
+"""The student edition of the book, and a grader for it (``make student``).
 
-    .venv/bin/python tools/student_edition.py [SRC] [DEST]      # default: book _build/student
+    .venv/bin/python tools/student_edition.py [ROOT] [DEST]            # default: . _build/student
+    .venv/bin/python tools/student_edition.py --grade NOTEBOOK ...      # score filled-in student notebooks
 
-In the copy, each cell tagged ``solution`` keeps its imports, ``def`` lines, docstrings and final checker call,
-and every function body becomes ``raise NotImplementedError("your code here")``; the solution dropdowns lose
-their content. The book itself is never touched. tests/test_exercises.py checks that every stub fails its
-checker with a clear message.
+``DEST`` becomes a tree to publish as the repository's ``student`` branch, which the student edition's Colab
+badges open and its set-up cells install from:
+
+* every notebook of ``book/``, with each solution dropdown emptied and each graded cell split in two: the
+  stub (imports and ``def`` lines, every body ``raise NotImplementedError``, no docstrings) and the checker
+  call, carrying nbgrader's cell metadata (an autograded answer and its locked test cell, with the points
+  the exercise states), so that nbgrader (``generate_assignment``, ``autograde``) grades them;
+* the package without the teacher's key (``connlap_lite/exercises/_reference.py``) and with
+  ``answers.npz``, the expected results and named mistakes of every checker's cases, in its place;
+* the project files that make it installable (pyproject.toml with the key as package data, the licence, the
+  book's configuration). The book itself is never touched.
+
+``--grade`` is a local stand-in for nbgrader's autograde that reads the same metadata: it runs a notebook's
+answer and test cells in order in one fresh namespace (the exercise cells are self-contained, which
+tests/test_exercises.py checks) and gives each test cell its points if it runs without an error.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
+import io
 import json
 import re
+import shutil
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import colab_cells  # noqa: E402  (tools/colab_cells.py: the badges and set-up cells of the book)
+
+STUDENT_BRANCH = "student"
 NOTES = {False: "*Student edition: the worked solution is left out.*",
-         True: "*Student edition: fill in the function in the next cell; its last line checks your answer.*"}
+         True: "*Student edition: fill in the function in the next cell; the cell after it checks your answer.*"}
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?P<kind>start|end)\}.*?^(?P=fence)[ \t]*$",
                         re.M | re.S)
+_POINTS = re.compile(r"^\*Graded, (\d+) points? · level: (\w+) · about (\d+) minutes\*$", re.M)
 STUB = 'raise NotImplementedError("your code here")'
+PROJECT_FILES = ("pyproject.toml", "LICENSE", "README.md", "_config.yml", "_toc.yml", "constraints.txt")
+TEACHER_ONLY = ("connlap_lite/exercises/_reference.py",)
+KEY = "connlap_lite/exercises/answers.npz"
+
+
+# ------------------------------------------------------------------------------ the stubs
+def _functions(source: str) -> list[ast.FunctionDef]:
+    """The top-level functions of ``source``, last first (so that editing one leaves the lines above in place)."""
+    return sorted((n for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                  key=lambda n: n.lineno, reverse=True)
+
+
+def _body_start(lines: list[str], node: ast.FunctionDef) -> int:
+    """The index of the first line after ``node``'s ``def`` header (comments before the body count as body)."""
+    end = node.body[0].lineno - 2
+    while end > node.lineno - 1 and (lines[end].strip().startswith("#") or not lines[end].strip()):
+        end -= 1
+    return end + 1
 
 
 def stub_source(source: str) -> str:
-    """``source`` with the body of every top-level function replaced by ``raise NotImplementedError``.
+    """``source`` with the body of every top-level function, docstring included, replaced by a ``raise``.
 
-    Imports, other statements, the ``def`` lines and docstrings are kept.
+    Imports, other statements and the ``def`` lines are kept.
 
     >>> print(stub_source('import math\\n\\ndef f(x):\\n    \"\"\"Twice x.\"\"\"\\n    return 2 * x\\n\\nf(1)\\n'))
     import math
     <BLANKLINE>
     def f(x):
-        \"\"\"Twice x.\"\"\"
         raise NotImplementedError("your code here")
     <BLANKLINE>
     f(1)
     <BLANKLINE>
     """
     lines = source.splitlines(keepends=True)
-    tree = ast.parse(source)
-    for node in sorted((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
-                       key=lambda n: n.lineno, reverse=True):
-        body = node.body
-        doc = body[0] if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                          and isinstance(body[0].value.value, str)) else None
-        rest = body[1:] if doc else body
-        if not rest:                                          # a docstring and nothing else
-            indent = " " * doc.col_offset
-            lines[doc.end_lineno:doc.end_lineno] = [f"{indent}{STUB}\n"]
-            continue
-        head = lines[rest[0].lineno - 1][:rest[0].col_offset]   # the indent, or "def f(x): " on one line
-        start = doc.end_lineno if doc and not head.strip() else rest[0].lineno - 1   # drops comments after a docstring
-        lines[start:node.end_lineno] = [f"{head}{STUB}\n"]
+    for node in _functions(source):
+        first = node.body[0]
+        head = lines[first.lineno - 1][:first.col_offset]     # the indent, or "def f(x): " on one line
+        if head.strip():
+            lines[first.lineno - 1:node.end_lineno] = [f"{head}{STUB}\n"]
+        else:
+            lines[_body_start(lines, node):node.end_lineno] = [f"{head}{STUB}\n"]
     return "".join(lines)
 
 
+def mark_solution(source: str) -> str:
+    """``source`` with the body of every top-level function between nbgrader's solution markers, which
+    nbgrader's ``generate_assignment`` replaces by its code stub (the teacher's source of an assignment).
+
+    >>> print(mark_solution('def f(x):\\n    return 2 * x\\n'))
+    def f(x):
+        ### BEGIN SOLUTION
+        return 2 * x
+        ### END SOLUTION
+    <BLANKLINE>
+    """
+    lines = source.splitlines(keepends=True)
+    for node in _functions(source):
+        first = node.body[0]
+        indent = " " * first.col_offset
+        if lines[first.lineno - 1][:first.col_offset].strip():
+            raise ValueError(f"function {node.name} has its body on its def line; put it on lines of its own")
+        lines[node.end_lineno:node.end_lineno] = [f"{indent}### END SOLUTION\n"]
+        lines[_body_start(lines, node):_body_start(lines, node)] = [f"{indent}### BEGIN SOLUTION\n"]
+    return "".join(lines)
+
+
+def split_check(source: str) -> tuple[str, str]:
+    """A graded cell split into its answer (everything before the final checker call) and that call.
+
+    >>> split_check('def f(x):\\n    return x\\n\\n\\ncheck_f(f)')
+    ('def f(x):\\n    return x\\n', 'check_f(f)')
+    """
+    lines = source.rstrip().splitlines()
+    if not re.fullmatch(r"check_\w+\(\w+\)", lines[-1].strip()):
+        raise ValueError(f"a graded cell must end with its checker call, check_...(function); it ends with "
+                         f"{lines[-1]!r}")
+    return "\n".join(lines[:-1]).rstrip() + "\n", lines[-1].strip()
+
+
+# ---------------------------------------------------------------------- the student notebook
 def _strip_solutions(text: str, inside: bool, graded: list[bool]) -> tuple[str, bool]:
     """Markdown ``text`` without what lies between ``{solution-start}`` and ``{solution-end}``.
 
@@ -76,8 +142,39 @@ def _strip_solutions(text: str, inside: bool, graded: list[bool]) -> tuple[str, 
     return re.sub(r"\n{3,}", "\n\n", "".join(pieces)).strip("\n"), inside
 
 
-def student_notebook(nb: dict) -> dict:
-    """A student copy of a notebook (a dict in nbformat 4): solutions out, graded functions stubbed."""
+def _nbgrader(grade_id: str, *, points: int | None = None) -> dict:
+    """nbgrader's cell metadata (schema 3): an autograded answer, or (with ``points``) its locked test cell."""
+    test = points is not None
+    meta = {"grade": test, "grade_id": grade_id, "locked": test, "schema_version": 3, "solution": not test,
+            "task": False}
+    return {**meta, "points": points} if test else meta
+
+
+def student_links(src: str) -> str:
+    """A cell's Colab badge and set-up install pointed at the student branch instead of the book's own.
+
+    >>> print(student_links(f"(https://colab.research.google.com/github/{colab_cells.REPO_URL[19:]}/blob/"
+    ...                     f"{colab_cells.BRANCH}/book/x.ipynb)").split("/blob/")[1])
+    student/book/x.ipynb)
+    """
+    owner_repo = colab_cells.REPO_URL.removeprefix("https://github.com/")
+    colab = f"https://colab.research.google.com/github/{owner_repo}/blob/"
+    src = src.replace(f"{colab}{colab_cells.BRANCH}/", f"{colab}{STUDENT_BRANCH}/")
+    return src.replace(f'"git+{colab_cells.REPO_URL}"', f'"git+{colab_cells.REPO_URL}@{STUDENT_BRANCH}"')
+
+
+def _code(source: str, metadata: dict) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": metadata, "outputs": [],
+            "source": source.splitlines(keepends=True)}
+
+
+def student_notebook(nb: dict, *, source: bool = False) -> dict:
+    """A student copy of a notebook (a dict in nbformat 4): solutions out, graded functions stubbed and split
+    from their checker calls, with nbgrader metadata; Colab links to the student branch.
+
+    ``source=True`` gives nbgrader's source version instead: the graded functions keep their solutions,
+    between nbgrader's markers (:func:`mark_solution`), for the teacher's course folder and never for students.
+    """
     nb = copy.deepcopy(nb)
     graded, inside = [], False                    # per solution: does it hold a graded code cell?
     for cell in nb["cells"]:
@@ -87,20 +184,35 @@ def student_notebook(nb: dict) -> dict:
                 graded += [False] if inside else []
         elif inside and "solution" in cell.get("metadata", {}).get("tags", []):
             graded[-1] = True
-    cells, inside = [], False
+    cells, inside, label, points = [], False, None, None
     for cell in nb["cells"]:
         src = "".join(cell["source"])
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
-            src, inside = _strip_solutions(src, inside, graded)
+            found = re.findall(r":label: (\S+)", src)
+            label = found[-1] if found else label
+            stated = _POINTS.findall(src)
+            points = int(stated[-1][0]) if stated else points
+            src, inside = _strip_solutions(student_links(src), inside, graded)
             if not src.strip():
                 continue
         elif cell["cell_type"] == "code":
             if "solution" in tags:
-                src = stub_source(src)
-                cell["metadata"]["tags"] = [t for t in tags if t != "hide-input"]
-            elif inside:
+                if points is None:
+                    raise ValueError(f"graded exercise {label} states no points (*Graded, N points · ...*)")
+                answer, call = split_check(src)
+                meta = {**cell["metadata"], "tags": [t for t in tags if t != "hide-input"],
+                        "nbgrader": _nbgrader(label)}
+                stub = {**_code((mark_solution if source else stub_source)(answer), meta), **({"id": cell["id"]} if "id" in cell else {})}
+                test = _code(call, {"tags": ["check"], "nbgrader": _nbgrader(f"{label}-check", points=points)})
+                if "id" in cell:
+                    test["id"] = f"{cell['id']}-check"[:64]
+                cells += [stub, test]
+                points = None
                 continue
+            if inside:
+                continue
+            src = student_links(src)
             cell["outputs"], cell["execution_count"] = [], None
         cell["source"] = src.splitlines(keepends=True)
         cells.append(cell)
@@ -108,39 +220,148 @@ def student_notebook(nb: dict) -> dict:
     return nb
 
 
-def student_edition(src="book", dest="_build/student") -> list[Path]:
-    """Write the student edition of every notebook under ``src`` to ``dest``, mirroring the tree.
+# -------------------------------------------------------------------------- the student tree
+def student_edition(root=".", dest="_build/student") -> list[Path]:
+    """Write the student edition of the project at ``root`` to ``dest`` (see the module's docstring).
 
-    Never touches ``src``, and refuses a ``dest`` inside it. Returns the written paths.
+    Never touches ``root``'s files, and refuses a ``dest`` inside its ``book/``. Returns the notebooks written.
     """
-    src, dest = Path(src).resolve(), Path(dest).resolve()
-    if not src.is_dir():
-        raise FileNotFoundError(f"src must be the book's folder of notebooks; {src} is not a folder")
-    if dest == src or src in dest.parents:
-        raise ValueError(f"dest ({dest}) lies inside the source folder {src}; the student edition must not be "
-                         "written into the book. Pass another folder, e.g. _build/student")
+    root, dest = Path(root).resolve(), Path(dest).resolve()
+    book = root / "book"
+    if not book.is_dir() or not (root / "connlap_lite").is_dir():
+        raise FileNotFoundError(f"root must be the project's folder (with book/ and connlap_lite/); {root} is not")
+    if dest == root or book in (dest, *dest.parents) or root / "connlap_lite" in (dest, *dest.parents):
+        raise ValueError(f"dest ({dest}) lies inside the project's book or package; the student edition must not "
+                         "be written into the book. Pass another folder, e.g. _build/student")
+    if dest.exists():
+        shutil.rmtree(dest)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "_build", ".ipynb_checkpoints", "answers.npz")
+    shutil.copytree(root / "connlap_lite", dest / "connlap_lite", ignore=skip)
+    shutil.copytree(book, dest / "book", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__", "_build",
+                                                                       ".ipynb_checkpoints"))
+    for name in PROJECT_FILES:
+        if (root / name).exists():
+            shutil.copy2(root / name, dest / name)
+    for rel in TEACHER_ONLY:
+        (dest / rel).unlink(missing_ok=True)
+    pyproject = dest / "pyproject.toml"
+    if pyproject.exists():
+        text = pyproject.read_text(encoding="utf-8")
+        new = text.replace('"*" = ["py.typed"]', '"*" = ["py.typed", "answers.npz"]')
+        if new == text:
+            raise ValueError('pyproject.toml has no package-data line "*" = ["py.typed"] to add the answer key to')
+        pyproject.write_text(new, encoding="utf-8")
+    config = dest / "_config.yml"
+    if config.exists():                           # the launch buttons of a site built from the branch
+        text = config.read_text(encoding="utf-8")
+        config.write_text(re.sub(rf"^(  branch: ){re.escape(colab_cells.BRANCH)}$", rf"\g<1>{STUDENT_BRANCH}", text,
+                                 count=1, flags=re.M), encoding="utf-8")
+    _write_key(root, dest / KEY)
     written = []
-    for path in sorted(p for p in src.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
+    for path in sorted(p for p in book.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
         nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-        target = dest / path.relative_to(src)
+        target = dest / path.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(target)
     return written
 
 
+NBGRADER_CONFIG = f"""# nbgrader's course folder for the book (tools/student_edition.py --course): one assignment per chapter.
+c = get_config()  # noqa: F821
+c.CourseDirectory.root = "."
+# the stub of the student edition, so that nbgrader's release equals it
+c.ClearSolutions.code_stub = {{"python": {STUB!r}}}
+"""
+
+
+def nbgrader_course(root=".", course="_build/nbgrader") -> list[Path]:
+    """Write nbgrader's course folder for the book: ``source/<chapter>/<chapter>.ipynb`` for every notebook
+    (the student edition with the graded solutions between nbgrader's markers) and ``nbgrader_config.py``.
+
+    A teacher runs ``nbgrader generate_assignment <chapter>`` there, collects submissions under
+    ``submitted/<student>/<chapter>/`` and runs ``nbgrader autograde <chapter>``. The folder holds the
+    solutions: keep it out of the student branch.
+    """
+    root, course = Path(root).resolve(), Path(course).resolve()
+    written = []
+    for path in sorted(p for p in (root / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
+        nb = student_notebook(json.loads(path.read_text(encoding="utf-8")), source=True)
+        target = course / "source" / path.stem / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(target)
+    (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG, encoding="utf-8")
+    return written
+
+
+def _write_key(root: Path, path: Path) -> None:
+    """The answer key of the package at ``root``, computed there (its references) and written to ``path``."""
+    sys.path.insert(0, str(root))
+    try:
+        from connlap_lite import exercises
+        from connlap_lite.exercises import _key
+        _key.record(exercises.CHECKERS, path)
+    finally:
+        sys.path.remove(str(root))
+
+
+# ------------------------------------------------------------------------------ the grader
+def grade_notebook(nb: dict) -> dict[str, tuple[float, float]]:
+    """Score one filled-in student notebook by its nbgrader metadata: ``{grade_id: (score, points)}``.
+
+    Answer cells (``solution``) and test cells (``grade``) run in order in one fresh namespace, the others
+    not; a test cell scores its points if it runs without an error, else 0. An answer cell that fails makes
+    the tests after it fail, as in nbgrader.
+    """
+    namespace, scores = {"__name__": "__main__"}, {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if cell["cell_type"] != "code" or not meta or not (meta.get("solution") or meta.get("grade")):
+            continue
+        ok = True
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile("".join(cell["source"]), meta["grade_id"], "exec"), namespace)
+        except BaseException as exc:                # noqa: BLE001  (a submission's error is its score, 0)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            ok = False
+        if meta.get("grade"):
+            points = float(meta.get("points", 0))
+            scores[meta["grade_id"]] = (points if ok else 0.0, points)
+    return scores
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="tools/student_edition.py",
-                                 description="Write the student edition of the book's notebooks.")
-    s = ap
-    s.add_argument("src", nargs="?", default="book", help="the book's folder (default: book)")
-    s.add_argument("dest", nargs="?", default="_build/student", help="output folder (default: _build/student)")
+                                 description="Write the student edition of the book, or grade student notebooks.")
+    ap.add_argument("root", nargs="?", default=".", help="the project's folder (default: .)")
+    ap.add_argument("dest", nargs="?", default="_build/student", help="output folder (default: _build/student)")
+    ap.add_argument("--course", metavar="DIR", help="also write nbgrader's course folder (with the solutions) to DIR")
+    ap.add_argument("--grade", nargs="+", metavar="NOTEBOOK", help="score these filled-in student notebooks")
     args = ap.parse_args(argv)
+    if args.grade:
+        for path in args.grade:
+            try:
+                scores = grade_notebook(json.loads(Path(path).read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                ap.error(f"cannot read {path}: {exc}")
+            got, total = sum(s for s, _ in scores.values()), sum(p for _, p in scores.values())
+            print(f"{path}: {got:g}/{total:g} points " + " ".join(f"{k}={s:g}" for k, (s, _) in scores.items()))
+        return 0
     try:
-        written = student_edition(args.src, args.dest)
+        written = student_edition(args.root, args.dest)
+        if args.course:
+            if Path(args.course).resolve() in (Path(args.dest).resolve(), *Path(args.dest).resolve().parents) or \
+                    Path(args.dest).resolve() in Path(args.course).resolve().parents:
+                raise ValueError(f"--course {args.course} holds the solutions; it must lie outside {args.dest}")
+            nbgrader_course(args.root, args.course)
+            print(f"nbgrader course folder (with the solutions; not for students): {Path(args.course)}")
     except (ValueError, FileNotFoundError) as exc:
         ap.error(str(exc))
-    print(f"student edition: {len(written)} notebooks in {Path(args.dest)}")
+    print(f"student edition: {len(written)} notebooks and the package in {Path(args.dest)}; publish it as the "
+          f"{STUDENT_BRANCH!r} branch, which its Colab badges open")
     return 0
 
 

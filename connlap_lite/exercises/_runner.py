@@ -1,11 +1,19 @@
-"""The shared runner of every checker: cases, comparison with the reference, the failure message; and the
-random cases the checkers draw (each from a fixed seed).
+"""The shared runner of every checker: cases, the answer key, the failure message with its diagnosis; and
+the random cases the checkers draw (each from a fixed seed).
+
+A checker is a function that makes its cases, decorated with :func:`checker`; the decorated name takes the
+reader's function. The expected results and the results of the common mistakes come from
+:mod:`connlap_lite.exercises._key`, never from the checker's own module.
 
 Chapter: the ``## Exercises`` section of every chapter.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import importlib
+import inspect
+import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -14,6 +22,8 @@ import torch
 
 from ..attention import AttentionWeights
 from ..transports import HeadTransports
+from . import _key
+
 
 class ExerciseFailed(AssertionError):
     """A checker's verdict on a wrong or unfinished answer. The message says what to fix."""
@@ -96,33 +106,103 @@ def _compare(got, expected, rtol: float, atol: float, names: Sequence[str] | Non
     return _compare_arrays(got, expected, rtol, atol, "your result")
 
 
-def grade(name: str, fn: Callable, cases: Sequence[Case], reference: Callable, hint: str, *,
-          rtol: float = 1e-7, atol: float = 1e-9, names: Sequence[str] | None = None) -> bool:
-    """Run ``fn`` and ``reference`` on every case. Return True, or raise :class:`ExerciseFailed`.
+class _Forbidden(Exception):
+    """Raised inside the reader's function when it calls the package's own answer to the exercise."""
 
-    Both get a fresh copy of the arguments, so a function that writes into its inputs cannot
-    spoil the reference. Results are compared with ``atol + rtol * |expected|`` (arrays, tensors
-    and numbers), by equality (strings), or item by item (tuples, with ``names``).
+
+def _code_of(target: str):
+    """The code object of ``"module:name"`` or ``"module:Owner.method"``."""
+    module, _, path = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return inspect.unwrap(obj).__code__
+
+
+@contextlib.contextmanager
+def _forbidden(targets: Sequence[str]):
+    """While active, a call of any of ``targets`` (``"module:name"``) raises :class:`_Forbidden`.
+
+    The package's implementations of the quantities asked for are what the chapters use, so they ship with
+    every edition; a reader's function that calls one of them is not an answer. A trace function watches the
+    calls (it sees a function however it was imported); the previous one is restored on exit, even on error.
+    """
+    codes = {_code_of(t): t.split(":")[1] for t in targets}
+    if not codes:
+        yield
+        return
+
+    def watch(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            raise _Forbidden(codes[frame.f_code])
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(watch)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
+HINTS = "the hints under the exercise go from a nudge to the idea to the formula"
+
+
+def grade(name: str, fn: Callable, cases: Sequence[Case], *, forbid: Sequence[str] = (), rtol: float = 1e-7,
+          atol: float = 1e-9, names: Sequence[str] | None = None) -> bool:
+    """Run ``fn`` on every case and compare it with the answer key. Return True, or raise :class:`ExerciseFailed`.
+
+    ``fn`` gets a fresh copy of the arguments. Results are compared with ``atol + rtol * |expected|`` (arrays,
+    tensors and numbers), by equality (strings), or item by item (tuples, with ``names``). A wrong result that
+    matches one of the key's common mistakes is named in the message; ``forbid`` names the package's own
+    implementations of the answer, which ``fn`` may not call.
     """
     if not callable(fn):
         raise TypeError(f"{name} takes your function as its argument, got {type(fn).__name__}; "
                         f"call it as {name}(my_function)")
-    for k, case in enumerate(cases, 1):
-        where = f"case {k} of {len(cases)} ({case.label})"
-        expected = reference(*copy.deepcopy(case.args), *case.extra)
+    expected, mistakes = _key.answers(name, cases)
+    for k, case in enumerate(cases):
+        where = f"case {k + 1} of {len(cases)} ({case.label})"
         try:
-            got = fn(*copy.deepcopy(case.args))
+            with _forbidden(forbid):
+                got = fn(*copy.deepcopy(case.args))
         except NotImplementedError:
             raise ExerciseFailed(f"{name}: your function raised NotImplementedError on {where}: "
                                  "fill in the body") from None
+        except _Forbidden as called:
+            raise ExerciseFailed(f"{name}: your function called connlap_lite's {called}, which computes the "
+                                 f"answer itself; write it with numpy (on {where})") from None
         except Exception as exc:
             raise ExerciseFailed(f"{name}: your function raised {type(exc).__name__}: {exc}\n"
-                                 f"  on {where}\nhint: {hint}") from exc
-        problem = _compare(got, expected, rtol, atol, names)
+                                 f"  on {where}\nhint: {HINTS}") from exc
+        problem = _compare(got, expected[k], rtol, atol, names)
         if problem:
-            raise ExerciseFailed(f"{name} failed on {where}\n{problem}\nhint: {hint}")
+            same = [m for m, results in mistakes.items()
+                    if results[k] is not None and _compare(got, results[k], rtol, atol, names) is None]
+            diagnosis = f"diagnosis: {'; or '.join(same)}\n" if same else ""
+            raise ExerciseFailed(f"{name} failed on {where}\n{problem}\n{diagnosis}hint: {HINTS}")
     print(f"{name}: {len(cases)}/{len(cases)} cases passed")
     return True
+
+
+def checker(*, forbid: Sequence[str] = (), rtol: float = 1e-7, atol: float = 1e-9,
+            names: Sequence[str] | None = None):
+    """Turn a function that makes a checker's cases into the checker, which takes the reader's function.
+
+    The checker keeps the name and docstring of the decorated function, and the case maker as ``.cases``
+    (the student edition's answer key is written from it).
+    """
+    def wrap(make_cases: Callable[[], list[Case]]):
+        name = make_cases.__name__
+
+        def check(fn) -> bool:
+            return grade(name, fn, make_cases(), forbid=forbid, rtol=rtol, atol=atol, names=names)
+
+        check.__name__ = check.__qualname__ = name
+        check.__doc__, check.__module__ = make_cases.__doc__, make_cases.__module__
+        check.cases = make_cases
+        return check
+    return wrap
 
 
 # --------------------------------------------------------------------------- random cases
@@ -142,11 +222,8 @@ def _orthogonal(rng, d: int) -> np.ndarray:
 
 
 def _patterns(rng, H: int, n: int, causal: bool = False) -> np.ndarray:
-    S = rng.standard_normal((H, n, n))
-    if causal:
-        S = np.where(np.tril(np.ones((n, n), dtype=bool)), S, -np.inf)
-    A = np.exp(S - S.max(-1, keepdims=True))
-    return A / A.sum(-1, keepdims=True)
+    """``H`` random attention patterns ``(H, n, n)``: positive rows summing to one, lower triangular if causal."""
+    return np.stack([_stochastic(rng, n, causal) for _ in range(H)])
 
 
 def _symmetric_orthogonal(rng, w: np.ndarray, d: int) -> np.ndarray:

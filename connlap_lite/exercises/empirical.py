@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from .. import metrics as M
-from ._runner import Case, _factors, _one_head, _orthogonal, _rng, _stochastic, grade
+from ._runner import Case, _factors, _orthogonal, _rng, _stochastic, checker
 
 
 # ------------------------------------------------------------------------ Chapter: E1
-def check_normalised_walk_distance(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:normalised_walk_distance"])
+def check_normalised_walk_distance():
     """Check ``fn(P, Q, causal)``: ``d(P, Q)`` over the mean of ``d(P, U)`` and ``d(Q, U)``, a number.
 
     Chapter: *E1*, exercise ``e1_stability_graded1``.
@@ -21,13 +21,11 @@ def check_normalised_walk_distance(fn) -> bool:
              Case("P equal to Q, n=5", (Pc[:5, :5] / Pc[:5, :5].sum(1, keepdims=True),) * 2 + (True,)),
              Case("decoder, n=2", (_stochastic(rng, 2, True), _stochastic(rng, 2, True), True)),
              Case("decoder, Q the causal-uniform walk, n=8", (Pc, M.uniform_walk(8, True).numpy(), True))]
-    return grade("check_normalised_walk_distance", fn, cases,
-                 lambda P, Q, causal: float(M.normalised_walk_distance(torch.as_tensor(P), torch.as_tensor(Q), causal)),
-                 "d(P, Q) = mean over rows i of (1/2) sum_j |P_ij - Q_ij|; divide by the mean of d(P, U) and "
-                 "d(Q, U), with U uniform over the allowed keys: 1/n everywhere, or 1/(i+1) on j <= i when causal.")
+    return cases
 
 
-def check_sink_mass(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:sink_mass"])
+def check_sink_mass():
     """Check ``fn(P, sinks)``: the mean attention that non-sink queries pay to the sink columns.
 
     Chapter: *E1*, exercise ``e1_stability_graded2``.
@@ -40,13 +38,12 @@ def check_sink_mass(fn) -> bool:
              Case("causal-uniform walk, n=4, sinks [0]", (M.uniform_walk(4, True).numpy(), [0])),
              Case("n=3, sinks [1]", (_stochastic(rng, 3), [1])),
              Case("column 0 takes most of the mass, n=5", (heavy / heavy.sum(1, keepdims=True), [0]))]
-    return grade("check_sink_mass", fn, cases, lambda P, sinks: float(M.sink_mass(torch.as_tensor(P), sinks)),
-                 "leave out the sink rows themselves, sum each remaining row over the sink columns, and average "
-                 "those sums over the remaining rows.")
+    return cases
 
 
 # ------------------------------------------------------------------------ Chapter: E2
-def check_rank_free_defect(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:rank_free_defect"])
+def check_rank_free_defect():
     """Check ``fn(T)``: the distance of ``T`` to the nearest scaled partial isometry of any rank.
 
     Chapter: *E2*, exercise ``e2_isometry_graded1``.
@@ -60,14 +57,11 @@ def check_rank_free_defect(fn) -> bool:
              Case("2 times a rank-2 projection plus small noise", (2 * Q[:, :2] @ Q[:, :2].T
                                                                  + 0.01 * rng.standard_normal((5, 5)),)),
              Case("1x1", (np.array([[-2.0]]),))]
-    return grade("check_rank_free_defect", fn, cases,
-                 lambda T: float(M.rank_free_defect(torch.linalg.svdvals(torch.as_tensor(T)))),
-                 "sort the singular values in decreasing order; keeping the top k with their mean m_k as the common "
-                 "scale leaves the error sum_{i<=k} (s_i - m_k)^2 + sum_{i>k} s_i^2; take the smallest over k, "
-                 "divide by sum_i s_i^2, and take the square root.")
+    return cases
 
 
-def check_data_isometry_defect(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:data_isometry_defect"])
+def check_data_isometry_defect():
     """Check ``fn(U, V, X)``: the coefficient of variation of the gains ``|U V x| / |P_V x|``.
 
     Chapter: *E2*, exercise ``e2_isometry_graded2``.
@@ -80,10 +74,7 @@ def check_data_isometry_defect(fn) -> bool:
              Case("d_h=1 (one gain for every token)", (*_factors(rng, 5, 1), rng.standard_normal((6, 5)))),
              Case("full width, d=d_h=4, n=7", (*_factors(rng, 4, 4), rng.standard_normal((7, 4)))),
              Case("two tokens, d=5, d_h=3", (*_factors(rng, 5, 3), rng.standard_normal((2, 5))))]
-    return grade("check_data_isometry_defect", fn, cases,
-                 lambda U, V, X: float(M.data_isometry_defect(_one_head(U, V), torch.as_tensor(X))[0]),
-                 "P_V x is the projection of x on the row space of V (orthonormalise V^T by a QR first); the "
-                 "defect is std/mean of the gains over the rows of X, with the n-1 (unbiased) std, as torch.std.")
+    return cases
 
 
 # ------------------------------------------------------------------------ Chapter: E3
@@ -93,15 +84,13 @@ def _boot_indices(seed: int, n_boot: int, m: int, k: int) -> np.ndarray:
     return np.array([[rng.integers(0, k, k) for _ in range(m)] for _ in range(n_boot)])
 
 
-def check_slope_interval(fn) -> bool:
+@checker(forbid=["connlap_lite.rules_history:scale_slope"], names=("slope", "lo", "hi"))
+def check_slope_interval():
     """Check ``fn(params, values, boot_idx)``: ``(slope, lo, hi)`` of values against log10(params).
 
     ``values`` is ``(m, k)``: ``k`` per-passage values for each of ``m`` models; ``boot_idx`` is
-    ``(n_boot, m, k)``: the passages each bootstrap draw takes from each model. The reference is
-    :func:`connlap_lite.report.scale_slope`. Chapter: *E3*, exercise ``e3_scale_graded1``.
+    ``(n_boot, m, k)``: the passages each bootstrap draw takes from each model. Chapter: *E3*, exercise ``e3_scale_graded1``.
     """
-    from ..report import scale_slope
-
     rng = _rng(901)
     cases = []
     for m, k, kind in ((2, 4, "two models"), (3, 5, "three models"), (4, 8, "four models, falling"),
@@ -113,18 +102,11 @@ def check_slope_interval(fn) -> bool:
         cases.append(Case(f"{kind}: m={m}, k={k}, bootstrap seed {seed}",
                           (params, values, _boot_indices(seed, 200, m, k)), extra=(seed,)))
 
-    def reference(params, values, boot_idx, seed):
-        reports = [{"parameters": p, "conditions": {"trained": {"x": [list(v)]}}} for p, v in zip(params, values)]
-        fit = scale_slope(reports, "x", n_boot=boot_idx.shape[0], seed=seed)
-        return fit["slope"], fit["lo"], fit["hi"]
-
-    return grade("check_slope_interval", fn, cases, reference,
-                 "x = log10(params); the slope is np.polyfit(x, values.mean(1), 1)[0]; in draw b model j's value "
-                 "is values[j, boot_idx[b, j]].mean(); lo and hi are the 2.5th and 97.5th percentiles of the "
-                 "n_boot slopes (np.percentile, linear interpolation).", names=("slope", "lo", "hi"))
+    return cases
 
 
-def check_spearman_rho(fn) -> bool:
+@checker(forbid=["connlap_lite.stats:spearman", "connlap_lite.stats:_rank_corr"])
+def check_spearman_rho():
     """Check ``fn(x, y)``: Spearman's rank correlation, ties ranked by their average rank.
 
     Chapter: *E3*, exercise ``e3_scale_graded2``.
@@ -136,47 +118,46 @@ def check_spearman_rho(fn) -> bool:
              Case("ties in both, n=7", ([1, 2, 2, 3, 4, 4, 5], [2, 1, 3, 3, 5, 4, 4])),
              Case("random, n=12", (list(x), list(x + rng.standard_normal(12)))),
              Case("n=3", ([0.1, 0.3, 0.2], [3, 1, 2]))]
-    return grade("check_spearman_rho", fn, cases, lambda x, y: M.spearman(x, y)[0],
-                 "rank each sample (ties share the mean of the ranks they span, like scipy.stats.rankdata) and take "
-                 "Pearson's correlation of the two rank vectors.")
+    return cases
 
 
 # ------------------------------------------------------------------ Chapter: Scorecard
-def check_e1_verdict(fn) -> bool:
-    """Check ``fn(rho, p, late_trained, late_null)``: the verdict of E1's first rule (rule 1), a string.
+@checker(forbid=["connlap_lite.stats:holm"])
+def check_holm():
+    """Check ``fn(pvalues)``: Holm's adjusted p-values of a family, in the order given (a list or an array).
 
     Chapter: *Scorecard*, exercise ``scorecard_graded1``.
     """
-    from ..report import _verdict
+    rng = _rng(951)
+    return [Case("three p-values", ([0.01, 0.04, 0.03],)),
+            Case("one p-value", ([0.02],)),
+            Case("ties, and an adjusted value above 1", ([0.4, 0.01, 0.4, 0.6],)),
+            Case("already sorted, m=5", ([0.001, 0.01, 0.02, 0.03, 0.04],)),
+            Case("a small p-value after a larger one", ([0.04, 0.045, 0.01, 0.2],)),
+            Case("random, m=12", (list(rng.uniform(0, 0.2, 12).round(4)),))]
 
-    numbers = ((-0.9, 0.01, 0.3, 0.6), (-0.9, 0.2, 0.3, 0.6), (0.4, 0.01, 0.7, 0.6), (-0.5, 0.05, 0.3, 0.6),
-               (-0.8, 0.001, 0.6, 0.6), (0.0, 0.0, 0.2, 0.9))
-    cases = [Case(f"rho={r}, p={p}, late trained {t}, late null {u}", (r, p, t, u)) for r, p, t, u in numbers]
-    return grade("check_e1_verdict", fn, cases, lambda rho, p, t, u: _verdict(rho < 0 and p < 0.05, t < u),
-                 "(a) the curve falls: rho < 0 and p < 0.05, both strict; (b) the late trained mean is strictly "
-                 "below the null's; 'holds' needs both, 'partly' exactly one, 'does not hold' neither.")
 
+@checker(forbid=["connlap_lite.stats:_p_win"])
+def check_p_below_nulls():
+    """Check ``fn(trained, nulls, boot_idx)``: the bootstrap p-value that the trained mean lies below every
+    null's, a number.
 
-def check_e2_verdict(fn) -> bool:
-    """Check ``fn(head, gaussian, random_head, data, random_data)``: the verdict of E2's first rule, a string.
-
+    ``trained`` is ``(B,)`` (one value per passage), ``nulls`` is ``(k, B)`` (the same passages under ``k``
+    nulls), ``boot_idx`` is ``(n_boot, B)``: the passages each bootstrap draw takes.
     Chapter: *Scorecard*, exercise ``scorecard_graded2``.
     """
-    from ..report import e2_rule1
-
-    numbers = ((0.2, 0.3, 0.35, 0.1, 0.2), (0.32, 0.3, 0.35, 0.1, 0.2), (0.2, 0.3, 0.25, 0.3, 0.2),
-               (0.3, 0.3, 0.35, 0.1, 0.1), (0.2, 0.4, 0.3, 0.15, 0.2), (0.5, 0.3, 0.35, 0.4, 0.2))
-    cases = [Case(f"head {h}, gaussian {g}, random head {r}, data {x}, random data {y}", (h, g, r, x, y))
-             for h, g, r, x, y in numbers]
-
-    def reference(head, gaussian, random_head, data, random_data):
-        trained = {"head_defect": [[head]], "head_defect_gaussian": [[gaussian]], "data_defect": [[data]]}
-        null = {"head_defect": [[random_head]], "data_defect": [[random_data]]}
-        return e2_rule1({"model": "x", "conditions": {"trained": trained, "random0": null}})["verdict"]
-
-    return grade("check_e2_verdict", fn, cases, reference,
-                 "(a) the head defect is strictly below BOTH the Gaussian null and the random-init head defect; "
-                 "(b) the data defect is strictly below the random-init one; 'holds' needs both, 'partly' one.")
+    rng = _rng(952)
+    cases = []
+    for B, k, n_boot, shift, kind in ((8, 1, 200, 0.2, "one null, clearly above"), (8, 3, 200, 0.05, "three nulls"),
+                                      (6, 2, 100, 0.0, "trained equal to a null"), (10, 2, 300, -0.1, "a null below"),
+                                      (5, 4, 150, 0.02, "four close nulls")):
+        trained = rng.uniform(0.2, 0.6, B)
+        nulls = trained + shift + 0.1 * rng.standard_normal((k, B))
+        if kind == "trained equal to a null":
+            nulls[0] = trained
+        cases.append(Case(f"{kind}: B={B}, k={k}, n_boot={n_boot}",
+                          (trained, nulls, rng.integers(0, B, (n_boot, B)))))
+    return cases
 
 
 # --------------------------------------------------------------------- Chapter: Beyond
@@ -194,23 +175,19 @@ def _head_cases(seed: int) -> list[Case]:
             Case("write space orthogonal to read space", (Q[:, :3] @ mix, Q[:, 3:6].T))]
 
 
-def check_read_write_overlap(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:read_write_overlap"])
+def check_read_write_overlap():
     """Check ``fn(U, V)``: the overlap ``||Q_U^T Q_V||_F^2 / d_h`` of write and read spaces.
 
     Chapter: *Beyond the three claims*, exercise ``beyond_graded1``.
     """
-    return grade("check_read_write_overlap", fn, _head_cases(1001),
-                 lambda U, V: float(M.read_write_overlap(_one_head(U, V))[0]),
-                 "orthonormal bases first (a QR of U and one of V^T, since the factors are not orthonormal); the "
-                 "overlap is ||Q_U^T Q_V||_F^2 / d_h, the mean squared cosine of the principal angles.")
+    return _head_cases(1001)
 
 
-def check_copy_score(fn) -> bool:
+@checker(forbid=["connlap_lite.metrics:copy_score"])
+def check_copy_score():
     """Check ``fn(U, V)``: the copy score ``tr T / (sqrt(d_h) ||T||_F)`` of ``T = U V``.
 
     Chapter: *Beyond the three claims*, exercise ``beyond_graded2``.
     """
-    return grade("check_copy_score", fn, _head_cases(1002),
-                 lambda U, V: float(M.copy_score(_one_head(U, V))[0]),
-                 "T = U V; divide its trace by sqrt(d_h) times its Frobenius norm, with d_h = U.shape[1], the "
-                 "head width (not d).")
+    return _head_cases(1002)

@@ -6,18 +6,13 @@ import numpy as np
 import torch
 
 from .. import metrics as M
-from ..attention import mha_walk, multi_head_attention, walk_from_heads
-from ..laplacian import (connection_laplacian, dirichlet_energy, random_walk_connection, reversibility_defect,
-                         stationary_distribution)
-from ..transports import EdgeTransport, HeadTransports
-from ..walks import ConnectionWalk
-from ._runner import (Case, _layer, _orthogonal, _patterns, _rng, _stochastic, _symmetric_orthogonal, _weights,
-                      grade)
+from ._runner import Case, _orthogonal, _patterns, _rng, _stochastic, _symmetric_orthogonal, _weights, checker
 
 
 # --------------------------------------------------------------- Chapter: Connection walks
-def check_apply_walk(fn) -> bool:
-    """Check ``fn(P, T, f)``: the section ``(W f)_i = sum_j P_ij T_ij f_j``, shape ``(n, d)``.
+@checker(forbid=["connlap_lite.walks:ConnectionWalk.apply", "connlap_lite.walks:ConnectionWalk.dense"])
+def check_apply_walk():
+    """Check ``fn(P, T, f)``: the walk applied to a section, shape ``(n, d)``.
 
     ``P`` is ``(n, n)``, ``T`` is ``(n, n, d, d)`` with ``T[i, j]`` the transport of edge
     ``(i, j)``, ``f`` is ``(n, d)``. Chapter: *Connection walks*, exercise ``walks_graded1``.
@@ -31,47 +26,36 @@ def check_apply_walk(fn) -> bool:
         T = (np.stack([[_orthogonal(rng, d) for _ in range(n)] for _ in range(n)]) if kind.startswith("rot")
              else rng.standard_normal((n, n, d, d)))
         cases.append(Case(f"n={n}, d={d}, {kind}", (P, T, rng.standard_normal((n, d)))))
-    return grade("check_apply_walk", fn, cases, lambda P, T, f: ConnectionWalk(P, EdgeTransport(T)).apply(f),
-                 "T[i, j] carries the vector at token j to token i: it multiplies f[j] from the left "
-                 "(T[i, j] @ f[j], not f[j] @ T[i, j] and not T[j, i]); then weight by P[i, j] and sum over j.")
+    return cases
 
 
-def check_holonomy(fn) -> bool:
-    """Check ``fn(T, cycle)``: the holonomy ``T[i1, ik] ... T[i3, i2] T[i2, i1]``, shape ``(d, d)``.
+@checker(forbid=["connlap_lite.walks:ConnectionWalk.holonomy"])
+def check_holonomy():
+    """Check ``fn(T, cycle)``: the holonomy of ``cycle`` for transports ``T (n, n, d, d)``, shape ``(d, d)``.
 
     Chapter: *Connection walks*, exercise ``walks_graded2``.
     """
     rng = _rng(102)
-    cases = []
-    for cycle, d in (([2], 2), ([0, 1], 2), ([0, 3, 1, 4], 3), ([4, 2, 0], 1), ([1, 2, 3, 0], 2)):
-        cases.append(Case(f"cycle {cycle}, d={d}", (rng.standard_normal((5, 5, d, d)), cycle)))
-    return grade("check_holonomy", fn, cases,
-                 lambda T, cycle: ConnectionWalk(np.ones(T.shape[:2]), EdgeTransport(T)).holonomy(cycle),
-                 "start with the identity; the step from a to b (b follows a, and the last vertex returns to "
-                 "the first) multiplies by T[b, a] on the LEFT. A cycle of one vertex is the self-loop T[i, i].")
+    return [Case(f"cycle {cycle}, d={d}", (rng.standard_normal((5, 5, d, d)), cycle))
+            for cycle, d in (([2], 2), ([0, 1], 2), ([0, 3, 1, 4], 3), ([4, 2, 0], 1), ([1, 2, 3, 0], 2))]
 
 
 # ---------------------------------------------------------- Chapter: Single-head attention
-def check_head_transport(fn) -> bool:
-    """Check ``fn(W_V, W_O)``: the transport ``T = (W_V W_O)^T`` of one head, shape ``(d, d)``.
+@checker(forbid=["connlap_lite.attention:AttentionWeights.transports"])
+def check_head_transport():
+    """Check ``fn(W_V, W_O)``: the transport of one head, shape ``(d, d)``.
 
     ``W_V`` is ``(d, d_h)`` and ``W_O`` is ``(d_h, d)`` (row convention, ``V = X W_V``).
     Chapter: *Single-head attention*, exercise ``single_head_graded1``.
     """
     rng = _rng(201)
-    cases = [Case(f"d={d}, d_h={dh}", (rng.standard_normal((d, dh)), rng.standard_normal((dh, d))))
-             for d, dh in ((4, 2), (3, 3), (5, 1), (1, 1), (6, 2))]
-
-    def reference(W_V, W_O):
-        d, dh = W_V.shape
-        return _layer(np.zeros((1, d, dh)), np.zeros((1, d, dh)), W_V[None], W_O[None]).transports().dense()[0].numpy()
-
-    return grade("check_head_transport", fn, cases, reference,
-                 "token j's message is the row x_j W_V W_O; written as a matrix acting on the column x_j it is "
-                 "(W_V W_O)^T = W_O^T W_V^T, a d x d matrix of rank at most d_h.")
+    return [Case(f"d={d}, d_h={dh}", (rng.standard_normal((d, dh)), rng.standard_normal((dh, d))))
+            for d, dh in ((4, 2), (3, 3), (5, 1), (1, 1), (6, 2))]
 
 
-def check_sha_output(fn) -> bool:
+@checker(forbid=["connlap_lite.attention:multi_head_attention", "connlap_lite.attention:sha_walk",
+                 "connlap_lite.attention:attention_patterns"])
+def check_sha_output():
     """Check ``fn(X, W_Q, W_K, W_V, W_O, causal)``: one head's output computed as its walk, ``(n, d)``.
 
     Chapter: *Single-head attention*, exercise ``single_head_graded2``.
@@ -81,18 +65,13 @@ def check_sha_output(fn) -> bool:
     for n, d, dh, causal in ((5, 4, 2, False), (5, 4, 2, True), (1, 3, 2, True), (4, 3, 3, True), (6, 6, 1, False)):
         W = [W[0] for W in _weights(rng, 1, 1, d, dh)]
         cases.append(Case(f"n={n}, d={d}, d_h={dh}, causal={causal}", (rng.standard_normal((n, d)), *W, causal)))
-
-    def reference(X, W_Q, W_K, W_V, W_O, causal):
-        return multi_head_attention(X, _layer(W_Q[None], W_K[None], W_V[None], W_O[None]), causal=causal)
-
-    return grade("check_sha_output", fn, cases, reference,
-                 "A = softmax(Q K^T / sqrt(d_h) + M) row by row, with Q = X W_Q, K = X W_K and M = -inf above the "
-                 "diagonal when causal; the walk moves x_j by T = (W_V W_O)^T, so the output is A X T^T.")
+    return cases
 
 
 # ----------------------------------------------------------- Chapter: Multi-head attention
-def check_edge_transport(fn) -> bool:
-    """Check ``fn(A, T_heads, i, j)``: the mixed transport ``T_ij = H sum_h gamma^h_ij T_h``, ``(d, d)``.
+@checker(forbid=["connlap_lite.attention:walk_from_heads"])
+def check_edge_transport():
+    """Check ``fn(A, T_heads, i, j)``: the transport of edge ``(i, j)`` of a multi-head walk, ``(d, d)``.
 
     ``A`` is ``(H, n, n)`` (one pattern per head), ``T_heads`` is ``(H, d, d)``.
     Chapter: *Multi-head attention*, exercise ``multi_head_graded1``.
@@ -105,20 +84,14 @@ def check_edge_transport(fn) -> bool:
         A = _patterns(rng, H, n, causal=kind == "causal heads")
         if kind.startswith("only"):
             A[[0, 1, 3], i, j] = 0.0
-            A /= A.sum(-1, keepdims=True)
+            A = A / A.sum(-1, keepdims=True)
         cases.append(Case(f"H={H}, n={n}, d={d}, edge ({i}, {j}), {kind}", (A, rng.standard_normal((H, d, d)), i, j)))
-
-    def reference(A, T_heads, i, j):
-        eye = np.broadcast_to(np.eye(T_heads.shape[-1]), T_heads.shape).copy()
-        return walk_from_heads(A, HeadTransports(T_heads, eye)).transport_at(i, j)
-
-    return grade("check_edge_transport", fn, cases, reference,
-                 "the gates gamma_h = A[h, i, j] / sum_k A[k, i, j] sum to 1 on the edge, and T_ij is H times their "
-                 "mixture of the T_h (so that P_ij T_ij = sum_h A[h, i, j] T_h with P = A.mean(0)).")
+    return cases
 
 
-def check_mha_walk(fn) -> bool:
-    """Check ``fn(X, W_q, W_k, W_v, W_o, causal)``: the walk ``(P, T)`` of a multi-head layer (T2).
+@checker(forbid=["connlap_lite.attention:mha_walk", "connlap_lite.attention:walk_from_heads"], names=("P", "T"))
+def check_mha_walk():
+    """Check ``fn(X, W_q, W_k, W_v, W_o, causal)``: the walk ``(P, T)`` of a multi-head layer.
 
     Weights in the row convention of :mod:`connlap_lite.attention`: ``W_q (H, d, d_h)``,
     ``W_k, W_v (G, d, d_h)``, ``W_o (H, d_h, d)``. Returns ``P (n, n)`` and ``T (n, n, d, d)``
@@ -131,15 +104,7 @@ def check_mha_walk(fn) -> bool:
                                         (1, 1, 3, 3, 2, False, "one head")):
         cases.append(Case(f"{kind}: H={H}, G={G}, n={n}, d={d}, d_h={dh}, causal={causal}",
                           (rng.standard_normal((n, d)), *_weights(rng, H, G, d, dh), causal)))
-
-    def reference(X, W_q, W_k, W_v, W_o, causal):
-        walk = mha_walk(X, _layer(W_q, W_k, W_v, W_o), causal=causal)
-        return walk.P.numpy(), walk.edge_transports()
-
-    return grade("check_mha_walk", fn, cases, reference,
-                 "head h reads group g = h // (H // G); A[h] = softmax(X W_q[h] (X W_k[g])^T / sqrt(d_h) + mask); "
-                 "T_h = (W_v[g] W_o[h])^T; P = A.mean(0) and T[i, j] = H sum_h (A[h, i, j] / sum_k A[k, i, j]) T_h "
-                 "on the support, 0 off it.", names=("P", "T"))
+    return cases
 
 
 # ------------------------------------------------------------ Chapter: Connection Laplacian
@@ -162,29 +127,22 @@ def _laplacian_cases(seed: int, with_section: bool) -> list[Case]:
     return cases
 
 
-def check_connection_laplacian(fn) -> bool:
-    """Check ``fn(w, O)``: the dense random-walk connection Laplacian ``I - D^{-1} S``, ``(n d, n d)``.
+@checker(forbid=["connlap_lite.laplacian:connection_laplacian", "connlap_lite.laplacian:random_walk_connection"])
+def check_connection_laplacian():
+    """Check ``fn(w, O)``: the dense random-walk connection Laplacian, ``(n d, n d)``.
 
     Chapter: *The connection Laplacian*, exercise ``laplacian_graded1``.
     """
-    return grade("check_connection_laplacian", fn, _laplacian_cases(401, False), connection_laplacian,
-                 "S has the blocks w_ij O_ij and D = diag(deg_i I_d) with deg_i = sum_j w_ij; block (i, j) of "
-                 "L = I - D^{-1} S sits at rows i*d:(i+1)*d and columns j*d:(j+1)*d.")
+    return _laplacian_cases(401, False)
 
 
-def check_dirichlet_energy(fn) -> bool:
-    """Check ``fn(w, O, f)``: ``1/2 sum_ij w_ij ||f_i - O_ij f_j||^2``, a number.
+@checker(forbid=["connlap_lite.laplacian:dirichlet_energy"])
+def check_dirichlet_energy():
+    """Check ``fn(w, O, f)``: the Dirichlet energy of the section ``f``, a number.
 
     Chapter: *The connection Laplacian*, exercise ``laplacian_graded2``.
     """
-    def reference(w, O, f):
-        vol = w.sum()
-        walk = random_walk_connection(w, O)
-        return vol * float(dirichlet_energy(walk, f, pi=w.sum(1) / vol))
-
-    return grade("check_dirichlet_energy", fn, _laplacian_cases(402, True), reference,
-                 "sum over ordered pairs (i, j): each edge counts once in each direction, and the 1/2 undoes "
-                 "that; O_ij acts on f_j (O[i, j] @ f[j]) before the difference is taken.")
+    return _laplacian_cases(402, True)
 
 
 # ------------------------------------------------------------------ Chapter: Reversibility
@@ -201,21 +159,19 @@ def _chain_cases(seed: int) -> list[Case]:
             Case("drifting 3-cycle", (drift,))]
 
 
-def check_stationary(fn) -> bool:
-    """Check ``fn(P)``: the stationary distribution ``pi`` (``pi P = pi``, ``sum pi = 1``), shape ``(n,)``.
+@checker(forbid=["connlap_lite.laplacian:stationary_distribution"])
+def check_stationary():
+    """Check ``fn(P)``: the stationary distribution of ``P``, shape ``(n,)``.
 
     Chapter: *Reversibility and low rank*, exercise ``reversibility_graded1``.
     """
-    return grade("check_stationary", fn, _chain_cases(501), stationary_distribution,
-                 "pi is a LEFT eigenvector, pi P = pi: an eigenvector of P.T for the eigenvalue 1 (the right "
-                 "eigenvector of P is the constant vector), taken real and rescaled to sum to 1.")
+    return _chain_cases(501)
 
 
-def check_reversibility_defect(fn) -> bool:
-    """Check ``fn(P)``: ``||Pi P - P^T Pi||_F / ||Pi P||_F`` with ``Pi = diag(pi)``, a number.
+@checker(forbid=["connlap_lite.laplacian:reversibility_defect"])
+def check_reversibility_defect():
+    """Check ``fn(P)``: the reversibility defect of ``P``, a number.
 
     Chapter: *Reversibility and low rank*, exercise ``reversibility_graded2``.
     """
-    return grade("check_reversibility_defect", fn, _chain_cases(502), reversibility_defect,
-                 "F = diag(pi) P with pi the stationary distribution; the defect is ||F - F^T||_F / ||F||_F, and "
-                 "it is 0 exactly when detailed balance pi_i P_ij = pi_j P_ji holds.")
+    return _chain_cases(502)
