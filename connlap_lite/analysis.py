@@ -36,6 +36,7 @@ from pathlib import Path
 import torch
 
 from . import metrics as M
+from . import record
 from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
@@ -49,25 +50,7 @@ from .text import passages as make_passages
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
-WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink"]
-STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink",
-                "cross_passage_tv_norm_nosink", "positional_tv_norm_nosink"]
-SEPARATIONS = (2, 3, 4)   # layer l against l + k: sep<k>_tv_norm_nosink has layers - k per-layer lists
-SEP_METRICS = [f"sep{k}_tv_norm_nosink" for k in SEPARATIONS]
-HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
-DATA_METRICS = ["data_defect", "edge_defect", "data_defect_nosink", "data_defect_cross", "data_defect_gaussian"]
-# metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
-PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "data_defect_nosink",
-                                                              "data_defect_cross", "data_defect_gaussian"]
-
-
-def separation(metric: str) -> int:
-    """How many layers apart a metric's two walks are: 0 per layer, 1 for a step, k for ``sep<k>_...``."""
-    if metric in STEP_METRICS:
-        return 1
-    if metric in SEP_METRICS:
-        return int(metric[3:metric.index("_")])
-    return 0
+# the record's shape (metric names, units, layer separations) is connlap_lite.record's: analyze writes by it
 
 
 def parameter_counts(model) -> tuple[int, int]:
@@ -173,8 +156,9 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     if twin is not None and type(twin) is not type(model):
         raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
                         f"got {type(twin).__name__}; build it with random_like(model, seed)")
-    res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + SEP_METRICS + HEAD_METRICS + DATA_METRICS}
-    previous: list[torch.Tensor] = []                               # the last max(SEPARATIONS) layers' walks
+    res: dict[str, list] = {k: [] for k in (record.WALK_METRICS + record.STEP_METRICS + record.SEP_METRICS
+                                           + record.HEAD_METRICS + record.DATA_METRICS)}
+    previous: list[torch.Tensor] = []                               # the last max(record.SEPARATIONS) layers' walks
     previous_spectra: list = []
     n = batch["input_ids"].shape[1]
     sinks = M.sink_columns(n, encoder)
@@ -192,11 +176,11 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
             for k, v in _step_metrics(previous[-1], P, sinks, not encoder, previous_spectra, spectra).items():
                 res[k].append(v.tolist())
         previous_spectra = spectra
-        for k in SEPARATIONS:
+        for k in record.SEPARATIONS:
             if len(previous) >= k:
                 Pn, Qn = M.without_sinks(previous[-k], sinks), M.without_sinks(P, sinks)
                 res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, sinks).tolist())
-        previous = (previous + [P])[-max(SEPARATIONS):]
+        previous = (previous + [P])[-max(record.SEPARATIONS):]
         heads = lw.transports
         gain = lw.gain
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
@@ -262,7 +246,7 @@ def _report_problem(report, name: str, args: dict) -> str | None:
         if not isinstance(values, dict) or not values:
             return f"condition {cond!r} is missing"
         for metric, per_layer in values.items():
-            expected = layers - separation(metric)
+            expected = layers - record.separation(metric)
             if not isinstance(per_layer, list) or len(per_layer) != expected or \
                     not all(isinstance(v, list) and v for v in per_layer):
                 return f"{cond}/{metric} does not hold {expected} per-layer lists"
