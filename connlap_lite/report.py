@@ -8,7 +8,8 @@ multiplicity machinery :mod:`connlap_lite.verdicts`'s, and the rules replaced (w
 **Uncertainty.** The unit of resampling is the passage (for head metrics, the head): a bootstrap draws
 passages with replacement and keeps each passage's whole curve over the layers; trained and null conditions
 are measured on the same passages and resampled together (paired).  A one-sided bootstrap p-value is
-``(1 + #{draws where the trained model does not win}) / (n_boot + 1)``, undefined if any draw is not finite.
+``(1 + #{draws where the trained model does not win}) / (n_boot + 1)``, the draws widened first for the number
+of units (:func:`connlap_lite.stats.expansion`: 1.12 for 16 passages), undefined if any draw is not finite.
 The **random-init seeds are units** of their own: a comparison with them is Student's t over the seeds
 (:func:`connlap_lite.stats.seed_p`; size alpha for any number of seeds), never "below every seed" (size
 ``1/(k+1)``).  The p-values of one claim's table are Holm-corrected as one family, and the table draws at
@@ -119,13 +120,13 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
     band = lambda a, first: a[..., :k, :].mean(-2) if first else a[..., -k:, :].mean(-2)   # noqa: E731
     margin_early, margin_late = band(lowest, True) - band(t_s, True), band(lowest, False) - band(t_s, False)
     growth_b = margin_late - margin_early
-    p_depth = _p_win(-growth_b) if S >= 2 else float("nan")
+    p_depth = _p_win(-growth_b, B) if S >= 2 else float("nan")
     late_t = trained[-k:].mean(0)
     late_n = {n: v[-max(1, math.ceil(len(v) / 3)):].mean(0) for n, v in nulls.items()}
     t_b = band(t_s, False)
-    p_level_passage = _p_win(t_b - band(lowest, False))
+    p_level_passage = _p_win(t_b - band(lowest, False), B)
     p_level_seeds = seed_p(float(late_t.mean()), [late_n[s].mean() for s in seeds])
-    per_step_p = [_p_win(t_s[s] - lowest[s]) for s in range(S)]
+    per_step_p = [_p_win(t_s[s] - lowest[s], B) for s in range(S)]
     strongest = min(late_n, key=lambda n: late_n[n].mean())
     gap_b = t_b - late_n[strongest][idx].mean(1)
     # rule 2's trend statistics, reported (not used by rule 3)
@@ -188,7 +189,7 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     seed_heads = {s: flat("head_defect", s) for s in seeds}
     head_nulls = {"Gaussian heads": gaussian, **seed_heads}
     idx = _draws(len(heads), n_boot, seed)
-    p_gauss = _p_win(heads[idx].mean(1) - gaussian[idx].mean(1))
+    p_gauss = _p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads))
     p_seeds = seed_p(float(heads.mean()), [v.mean() for v in seed_heads.values()])
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
@@ -196,7 +197,7 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
                   "Gaussian transports": per_passage("data_defect_gaussian")}
     jdx = _draws(len(data), n_boot, seed + 1)
     d_b = data[jdx].mean(1)
-    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0))
+    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0), len(data))
     strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
     used = [("trained", heads_metric), ("trained", "head_defect_gaussian"), *((s, "head_defect") for s in seeds),

@@ -15,6 +15,7 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -123,10 +124,12 @@ def _draws(units: int, n_boot: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, units, size=(n_boot, units))
 
 
-def _p_win(diff: np.ndarray) -> float:
+def _p_win(diff: np.ndarray, units: int | None = None) -> float:
     """One-sided bootstrap p-value that the trained value is below its null (``diff`` = trained - null).
 
     A non-finite difference is no win and no loss: any among the draws makes the p-value undefined (NaN).
+    ``units``: the number of units resampled; the draws are then widened about their mean by
+    :func:`expansion` before counting (a bootstrap of few units is too narrow).
 
     >>> _p_win(np.array([-1.0, -2.0, 0.5])), _p_win(np.array([-1.0, float("nan")]))
     (0.5, nan)
@@ -134,7 +137,26 @@ def _p_win(diff: np.ndarray) -> float:
     diff = np.asarray(diff, dtype=float)
     if not np.isfinite(diff).all():
         return float("nan")
+    if units is not None:
+        diff = diff.mean() + expansion(units) * (diff - diff.mean())
     return float((1 + np.sum(diff >= 0)) / (len(diff) + 1))
+
+
+@functools.lru_cache(maxsize=None)
+def expansion(units: int) -> float:
+    """How much wider to make a bootstrap of ``units`` units: ``sqrt(n / (n - 1)) t_{0.975, n-1} / z_{0.975}``.
+
+    The plain bootstrap's spread is ``sqrt((n - 1) / n)`` of the standard error, and the normal quantile is
+    below Student's for few units; widening by both (Hesterberg's expanded percentile bootstrap) keeps a
+    one-sided test near its size down to a few units: 1.12 for 16 passages, 1.29 for 8.
+
+    >>> round(expansion(16), 3), round(expansion(8), 3)
+    (1.123, 1.291)
+    """
+    from scipy.stats import norm, t as student
+
+    check_int(units, "units", low=2)
+    return math.sqrt(units / (units - 1)) * float(student.ppf(0.975, units - 1) / norm.ppf(0.975))
 
 
 def _rhos(curves: np.ndarray) -> np.ndarray:

@@ -67,6 +67,7 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
                "positional_tv_norm_nosink": curve(np.full(S, 1.0)),
                "cross_passage_tv_norm_nosink": curve(np.full(S, 1.05)),
                "head_defect": per_head(0.3 - heads_effect + own), "head_defect_gaussian": per_head(0.3),
+               "data_defect": curve(np.full(layers, 0.1 - data_effect), 0.2),
                "data_defect_nosink": curve(np.full(layers, 0.1 - data_effect), 0.2),
                "data_defect_cross": curve(np.full(layers, 0.1), 0.2),
                "data_defect_gaussian": curve(np.full(layers, 0.1), 0.2)}
@@ -74,7 +75,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     for s in range(seeds):
         shift = seed_sd * rng.standard_normal()
         conditions[f"random{s}"] = {"tv_norm_nosink": curve(np.full(S, seed_level + shift)),
-                                    "head_defect": per_head(0.3 + seed_gap * seed_sd + shift)}
+                                    "head_defect": per_head(0.3 + seed_gap * seed_sd + shift),
+                                    "data_defect": curve(np.full(layers, 0.1 + seed_gap * seed_sd + shift), 0.2)}
     conditions = {c: {m: v.tolist() for m, v in values.items()} for c, values in conditions.items()}
     if nan_at is not None:
         cond, metric, layer = nan_at

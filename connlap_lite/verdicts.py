@@ -59,8 +59,8 @@ def data_status(report, seeds: int | None = None) -> str | None:
 def decide(rows: list[dict], *conditions: tuple[str, str], n_boot: int | None = None) -> list[dict]:
     """A claim's table decided: every row's p-values (``(p_key, flag_key)`` per condition) Holm-corrected as
     one family into ``<p_key>_holm``, each flag set where that is below ``ALPHA`` (None where undefined),
-    and the verdict from the two flags.  A row that already carries a verdict (``"insufficient data"``)
-    keeps it.  ``n_boot``: the bootstrap draws behind the p-values; a family they cannot resolve
+    and the verdict from the two flags.  A row that already carries a verdict (``"insufficient data"``,
+    ``"undefined"``) keeps it; an undefined row's flags are None.  ``n_boot``: the bootstrap draws behind the p-values; a family they cannot resolve
     (``family / (n_boot + 1) >= ALPHA``) is refused (:func:`connlap_lite.stats.check_resolution`).
     """
     family = [r[p] for r in rows for p, _ in conditions]
@@ -70,7 +70,7 @@ def decide(rows: list[dict], *conditions: tuple[str, str], n_boot: int | None = 
     for r in rows:
         for p, key in conditions:
             r[p + "_holm"] = next(adjusted)
-            r[key] = flag(r[p + "_holm"])
+            r[key] = None if r.get("verdict") == "undefined" else flag(r[p + "_holm"])
         if r.get("verdict") is None:
             r["verdict"] = combine(*(r[key] for _, key in conditions))
     return rows
