@@ -214,7 +214,7 @@ def _main(argv=None) -> int:
 
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                      random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
-                     refresh=args.no_cache, progress=True)
+                     refresh=args.no_cache, progress=True).to_dict()     # (a Report is read-only)
     from .known import known_results              # the chapter *Known results*, on the same passages
     report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
                                             seed=args.seed, random_init=args.random_init, texts=texts,

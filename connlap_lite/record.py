@@ -36,7 +36,6 @@ PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "d
                                                               "data_defect_cross", "data_defect_gaussian"]
 UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS},
          "edge_defect": "edge passage"}
-SINK_MULTIPLE = 8   # a sink column receives more than 8 / n of the attention, averaged over queries and passages
 
 # The registered nulls of each tested metric: display name -> (condition, key). "random<k>" (every
 # random-init seed, the same key) and "shuffled" are whole-model conditions; the rest live in "trained".
@@ -46,6 +45,7 @@ NULLS = {
                        "positional": ("trained", "positional_tv_norm_nosink")},
     "tv_norm": {"shuffled": ("shuffled", "tv_norm"), "cross-passage": ("trained", "cross_passage_tv_norm"),
                 "positional": ("trained", "positional_tv_norm")},
+    "input_dependence_nosink": {"shuffled": ("shuffled", "input_dependence_nosink")},
     "head_defect": {"Gaussian heads": ("trained", "head_defect_gaussian")},
     "head_defect_gain": {"Gaussian heads": ("trained", "head_defect_gaussian")},
     "data_defect_nosink": {"random-init transports": ("trained", "data_defect_cross"),
@@ -53,7 +53,7 @@ NULLS = {
 }
 # the null of each tested metric that the random-init seeds give (the same key in every random<k> condition)
 SEED_NULL = {"tv_norm_nosink": "tv_norm_nosink", "tv_norm": "tv_norm", "head_defect": "head_defect",
-             "head_defect_gain": "head_defect"}
+             "head_defect_gain": "head_defect", "input_dependence_nosink": "input_dependence_nosink"}
 
 
 def separation(metric: str) -> int:
