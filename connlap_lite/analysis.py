@@ -46,7 +46,9 @@ import torch
 
 from . import metrics as M
 from . import record
-from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
+from .edges import edge_defects
+from .transports import HeadTransports
+from .nulls import gaussian_null, quantise_q4, random_like, rotation_null, shuffled
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
 from .adapters import describe
@@ -129,7 +131,7 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     return out
 
 
-def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "M.HeadTransports"]:
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "HeadTransports"]:
     """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs; and
     the Gaussian null's heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size;
     ``measure`` reuses them for ``head_defect_gaussian``)."""
@@ -137,21 +139,21 @@ def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> t
     out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1)}
     if twin is not None:
         out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
-    gaussian = M.gaussian_null(heads, seed)
+    gaussian = gaussian_null(heads, seed)
     out["data_defect_gaussian"] = M.data_isometry_defect(gaussian, Xk).mean(-1)
     return out, gaussian
 
 
 def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the
-    layer's float64 head-mean walks); every edge of the measured passages in one :func:`metrics.edge_defects` call."""
+    layer's float64 head-mean walks); every edge of the measured passages in one :func:`connlap_lite.edges.edge_defects` call."""
     k, n = min(EDGE_PASSAGES, walks.shape[0]), walks.shape[-1]
     mask = torch.ones(n, n, dtype=torch.bool, device=walks.device)
     mask.fill_diagonal_(False)
     mask[:, sinks] = False
     mask[sinks, :] = False
     top = torch.where(mask, walks[:k], torch.zeros((), dtype=walks.dtype)).flatten(1).topk(EDGES).indices
-    return M.edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
+    return edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
 
 
 def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
@@ -218,7 +220,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
         res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
         if head_nulls:
-            res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
+            res["head_defect_rotation"].append(M.scaled_isometry_defect(rotation_null(heads, lw.layer)).tolist())
         res["copy"].append(M.copy_score(heads).tolist())
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()

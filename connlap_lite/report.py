@@ -231,6 +231,7 @@ def e2(report, *, n_boot: int = 1000, seed: int = 0) -> dict:
 def gap_null(report, metric: str) -> tuple[str, np.ndarray]:
     """The strongest registered null of ``metric`` for E3 and its per-unit late values: the lowest late mean among
     the metric's registered nulls other than the seeds (:data:`connlap_lite.record.NULLS`) and the seeds' mean."""
+    values_of(report, metric)                                  # (an error naming the metrics measured, if not)
     nulls = {n: v for n, v in registered_nulls(report, metric).items() if not n.startswith("random")}
     seeds = random_nulls(report)
     candidates = {n: np.mean(np.array(late(list(v)), dtype=float), axis=0) for n, v in nulls.items()}

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .. import metrics as M
+from ..stats import bootstrap_ci
 from .sinks import INPUTS, middle_layers
 
 PROPOSITION_TOL = 1e-4    # float32 rounding through a few dozen layers stays far below this (the chapter shows it)
@@ -39,7 +39,7 @@ def interval(diff: torch.Tensor, n_boot: int = 1000) -> tuple[float, float, floa
 
     Chapter: *Known results, reproduced*.
     """
-    m, lo, hi = M.bootstrap_ci(diff, n_boot=n_boot)
+    m, lo, hi = bootstrap_ci(diff, n_boot=n_boot)
     return float(m), float(lo), float(hi)
 
 
