@@ -39,6 +39,7 @@ UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_M
 
 # The registered nulls of each tested metric: display name -> (condition, key). "random<k>" (every
 # random-init seed, the same key) and "shuffled" are whole-model conditions; the rest live in "trained".
+# A metric not listed has the random-init seeds and its shuffled passages.
 NULLS = {
     "tv_norm_nosink": {"shuffled": ("shuffled", "tv_norm_nosink"),
                        "cross-passage": ("trained", "cross_passage_tv_norm_nosink"),
@@ -320,7 +321,8 @@ def registered_nulls(report, metric: str) -> dict[str, np.ndarray]:
     c = report["conditions"]
     seed_key = SEED_NULL.get(metric, metric)
     out = {s: matrix(report, seed_key, s) for s in random_nulls(report) if seed_key in c[s]}
-    for name, (cond, key) in NULLS.get(metric, {}).items():
+    registered = NULLS.get(metric, {"shuffled": ("shuffled", metric)})   # every metric: its shuffled passages
+    for name, (cond, key) in registered.items():
         if cond in c and key in c[cond]:
             out[name] = matrix(report, key, cond)
     return out

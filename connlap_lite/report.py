@@ -31,7 +31,9 @@ E1, per model, metric ``tv_norm_nosink`` (smaller = more alike):
     Beside the verdict, its own finding: *consecutive layers share input-specific structure at every depth*
     (``shares_structure``): at every step the trained curve is below every passage-level null (an
     intersection-union test, ``p_share`` the largest per-step p; Holm across the table's models).
-    Rule 2's trend statistics (``rho``, ``p_trend``, ``falls``) are still reported, not used.
+    Condition (a) keeps the keys rule 2 gave its trend condition (``p_trend``, ``p_trend_holm``, ``falls``) and
+    has its own too (``p_depth``, ``p_depth_holm``, ``deepens``); rule 2's trend statistics (``rho``,
+    ``rho_interval``, ``null_rho``, ``p_trend_rule2``) are still reported, not used.
 E2, per model:
     (a) *heads*: the mean ``head_defect`` over every head of every layer is below the Gaussian heads'
         (bootstrap over heads, paired by position) and below the random-init seeds' (seeds as units);
@@ -141,7 +143,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
             "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
             "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
             "gap_interval": _interval(gap_b),
-            "p_trend": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
+            "p_trend_rule2": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
             "early_margin": float(np.mean(margin_early)), "late_margin": float(np.mean(margin_late)),
             "margin_growth_interval": _interval(growth_b), "p_depth": p_depth,
             "p_level_passage_nulls": p_level_passage, "p_level_seeds": p_level_seeds,
@@ -161,10 +163,13 @@ def e1_table(reports, metric=E1_METRIC, *, n_boot: int = 1000, seed: int = 0) ->
     reports = check_reports(reports)
     draws = max(n_boot, draws_for(2 * len(reports) * len(metrics), ALPHA))
     rows = [e1_evidence(r, m, n_boot=draws, seed=seed) for r in reports for m in metrics]
-    decide(rows, ("p_depth", "deepens"), ("p_level", "below_nulls"), n_boot=draws)
-    for p, key in (("p_share", "shares_structure"), ("p_trend", "falls")):   # findings beside the verdict
-        for r, q in zip(rows, holm([r[p] for r in rows])):
-            r[p + "_holm"], r[key] = q, flag(q)
+    for r in rows:                          # condition (a) under the keys rule 2 gave it, and by its own name
+        r["p_trend"] = r["p_depth"]
+    decide(rows, ("p_trend", "falls"), ("p_level", "below_nulls"), n_boot=draws)
+    for r in rows:
+        r["p_depth_holm"], r["deepens"] = r["p_trend_holm"], r["falls"]
+    for r, q in zip(rows, holm([r["p_share"] for r in rows])):            # the finding beside the verdict
+        r["p_share_holm"], r["shares_structure"] = q, None if r["verdict"] == "undefined" else flag(q)
     return rows
 
 

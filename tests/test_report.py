@@ -51,9 +51,18 @@ def test_e1_holds_when_the_curve_falls_below_every_null_and_not_otherwise():
 
 
 def test_a_null_that_falls_as_fast_as_the_trained_curve_takes_the_trend_away():
+    from connlap_lite import rules_history as H
+
     r = fake()
     r["conditions"]["random3"]["tv_norm_nosink"] = r["conditions"]["trained"]["tv_norm_nosink"]
-    assert not R.e1(r)["falls"]
+    assert not H.e1_rule2(r)["falls"]                                     # rule 2: the seeds' rho
+    r = fake()
+    assert R.e1(r)["deepens"]
+    close = [[v + 0.01 for v in layer] for layer in r["conditions"]["trained"]["tv_norm_nosink"]]
+    for cond, key in (("trained", "positional_tv_norm_nosink"), ("trained", "cross_passage_tv_norm_nosink"),
+                      ("shuffled", "tv_norm_nosink")):
+        r["conditions"][cond][key] = close
+    assert not R.e1(r)["deepens"] and not R.e1(r)["falls"]                # rule 3: the margin over the nulls
 
 
 def test_holm_is_applied_across_the_table():
