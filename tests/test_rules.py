@@ -195,7 +195,7 @@ def test_rule2_as_registered_could_not_resolve_a_large_family():
 
 # ------------------------------------------------------------------ the rule change, shown side by side
 def test_rule_changes_show_old_and_new_verdicts():
-    reports = [Y.record(model="a", seed=1, e1_early=0.1, e1_late=0.1), Y.record(model="b", seed=2, family="q")]
+    reports = [Y.record(model="a", seed=1, e1_early=0.1, e1_late=0.1), Y.record(model="b", seed=2, family="q", size=3e8)]
     changes = S.rule_changes(reports)
     assert [(c["claim"], c["from"], c["to"]) for c in changes] == [
         ("E1", 1, 2), ("E2", 1, 2), ("E3", 1, 2), ("E1", 2, 3), ("E2", 2, 3), ("E3", 2, 3)]
