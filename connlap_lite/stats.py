@@ -151,7 +151,7 @@ def expansion(units: int) -> float:
     one-sided test near its size down to a few units: 1.12 for 16 passages, 1.29 for 8.
 
     >>> round(expansion(16), 3), round(expansion(8), 3)
-    (1.123, 1.291)
+    (1.123, 1.29)
     """
     from scipy.stats import norm, t as student
 
