@@ -78,14 +78,28 @@ def robustness(reports: list[dict], rows: list[dict] | None = None, *, resamples
     return {key: n / resamples for key, n in same.items()}
 
 
+def _nulls_of(row: dict) -> set:
+    """The registered nulls a scorecard row's verdict was measured against (per model, by display name)."""
+    if row["claim"] == "E3":
+        return {(m["model"], m["null"]) for m in row["models"]}
+    key = "late_nulls" if row["claim"] == "E1" else "head_nulls"
+    extra = "data_nulls" if row["claim"] == "E2" else key
+    return {(x["model"], n) for x in row["per_model"] for n in (*x[key], *x[extra])}
+
+
 def by_corpus(rows: list[dict], corpora: dict[str, list[dict]], *, n_boot: int = 1000) -> dict[tuple, dict]:
     """Each row's verdict on every corpus in ``corpora`` (``{corpus: reports}``): ``{(claim, structure,
-    metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there."""
+    metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there, and
+    one whose models were measured there against other nulls than in ``rows`` (fewer seeds, no shuffled
+    passages, another null for E3's gap) says "not comparable": a verdict against weaker nulls is not a
+    difference between corpora."""
     out = {_key(r): {} for r in rows}
+    mine = {_key(r): _nulls_of(r) for r in rows}
     for name, reports in corpora.items():
         for row in scorecard(reports, n_boot=n_boot):
             if _key(row) in out:
-                out[_key(row)][name] = row["verdict"]
+                same = {(m, n) for m, n in mine[_key(row)] if m in {m for m, _ in _nulls_of(row)}} == _nulls_of(row)
+                out[_key(row)][name] = row["verdict"] if same else "not comparable"
     return out
 
 

@@ -7,7 +7,8 @@
 ``check_reports(reports)``       a list of reports, or an error naming what is wrong.
 
 "undefined" is the answer wherever a value a rule reads is NaN or infinite: an undefined number is
-never a win and never a verdict.
+never a win and never a verdict.  "not comparable" is the scorecard's answer for a corpus measured
+against other nulls than the main one (:func:`connlap_lite.scorecard.by_corpus`).
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
@@ -17,7 +18,8 @@ import math
 
 from .stats import check_resolution, holm
 
-VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable", "insufficient data", "undefined")
+VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable", "insufficient data", "undefined",
+            "not comparable")
 ALPHA = 0.05
 # Below these a rule answers "insufficient data": with 8 passages a paired bootstrap has a size within a
 # point of alpha (tests/test_rules.py measures it); with 3 seeds the seed test has 2 degrees of freedom.

@@ -239,3 +239,15 @@ def test_the_command_line_scorecard_refuses_a_nan_report(tmp_path, capsys):
     path.write_text(json.dumps(r))
     assert main(["scorecard", str(path)]) == 1
     assert "m random2/tv_norm_nosink layer 7" in capsys.readouterr().err
+
+
+def test_a_corpus_measured_with_fewer_nulls_is_not_comparable():
+    main = [Y.record(model="a", seed=1, e1_early=0.0, e1_late=0.1)]
+    rows = S.scorecard(main, n_boot=200)
+    same = [Y.record(model="a", seed=2, e1_early=0.0, e1_late=0.1)]
+    fewer = [Y.record(model="a", seed=3, e1_early=0.0, e1_late=0.1)]
+    del fewer[0]["conditions"]["shuffled"]
+    out = S.by_corpus(rows, {"same": same, "fewer": fewer}, n_boot=200)
+    assert out["E1", "decoder", "tv_norm_nosink"]["same"] in V.VERDICTS[:3]
+    assert out["E1", "decoder", "tv_norm_nosink"]["fewer"] == "not comparable"
+    assert out["E2", "decoder", "head_defect, data_defect_nosink"]["fewer"] != "not comparable"
