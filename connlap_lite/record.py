@@ -224,7 +224,7 @@ class Report(_Dict):
         return matrix(self, metric, condition)
 
     def nulls(self, metric: str) -> dict[str, np.ndarray]:
-        """Every registered null of ``metric`` present here, as ``(layers, units)`` arrays (:func:`registered_nulls`)."""
+        """Every registered null of ``metric`` here, as ``(layers, units)`` arrays (:func:`registered_nulls`)."""
         return registered_nulls(self, metric)
 
     def strongest_null(self, metric: str) -> str:

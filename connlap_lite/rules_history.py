@@ -29,7 +29,7 @@ import numpy as np
 
 from ._backend import check_int
 from .record import late_value, depth_trend, matrix, random_nulls
-from .stats import _draws, _interval, _p_win, _rhos, holm
+from .stats import _draws, _interval, _p_win, _rhos
 from .verdicts import ALPHA, check_reports, combine, decide
 
 E1_METRIC = "tv_norm_nosink"
@@ -174,7 +174,8 @@ def e2_evidence_rule2(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_
             "p_heads": p_heads, "p_data": p_data}
 
 
-def e2_table_rule2(reports: list[dict], *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
+def e2_table_rule2(reports: list[dict], *, n_boot: int = 1000, seed: int = 0,
+                   heads_metric: str = "head_defect") -> list[dict]:
     """E2 on every model of ``reports``: evidence, Holm-corrected p-values and each model's verdict."""
     rows = [e2_evidence_rule2(r, n_boot=n_boot, seed=seed, heads_metric=heads_metric) for r in check_reports(reports)]
     return decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"))

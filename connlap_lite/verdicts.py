@@ -62,7 +62,8 @@ def decide(rows: list[dict], *conditions: tuple[str, str], n_boot: int | None = 
     """A claim's table decided: every row's p-values (``(p_key, flag_key)`` per condition) Holm-corrected as
     one family into ``<p_key>_holm``, each flag set where that is below ``ALPHA`` (None where undefined),
     and the verdict from the two flags.  A row that already carries a verdict (``"insufficient data"``,
-    ``"undefined"``) keeps it; an undefined row's flags are None.  ``n_boot``: the bootstrap draws behind the p-values; a family they cannot resolve
+    ``"undefined"``) keeps it; an undefined row's flags are None.  ``n_boot``: the bootstrap draws behind
+    the p-values; a family they cannot resolve
     (``family / (n_boot + 1) >= ALPHA``) is refused (:func:`connlap_lite.stats.check_resolution`).
     """
     family = [r[p] for r in rows for p, _ in conditions]
