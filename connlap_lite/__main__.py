@@ -169,7 +169,8 @@ def _scorecard(args) -> int:
         if not isinstance(report, dict) or "conditions" not in report:
             raise ValueError(f"{path} is not a report written by `analyze MODEL --json FILE`")
         reports.append(report)
-    for row in scorecard(reports):
+    rows = scorecard(reports)
+    for row in rows:
         if row["claim"] == "E3":
             what = "; ".join(f"{f}: slope {w['slope']:+.3f} per decade [{w['interval'][0]:+.3f}, {w['interval'][1]:+.3f}]"
                              for f, w in row["within"].items()) or f"{len({m['family'] for m in row['models']})} families, " \
@@ -180,6 +181,12 @@ def _scorecard(args) -> int:
             models = row["models"]
         print(f"{row['claim']} {row['structure']:<8} {row['metric']:<32} {row['verdict']:<14} "
               f"({len(models)} models) {what}")
+    bad = sorted({(x["model"], *where) for row in rows for x in row.get("per_model", []) for where in x["nonfinite"]})
+    if bad:                                          # a NaN is no verdict: say where, and fail
+        print(f"error: {len(bad)} per-layer lists hold NaN or infinite values, so their verdicts are undefined: "
+              + "; ".join(f"{m} {c}/{k} layer {layer}" for m, c, k, layer in bad[:10])
+              + (" ..." if len(bad) > 10 else ""), file=sys.stderr)
+        return 1
     return 0
 
 
@@ -214,7 +221,7 @@ def _main(argv=None) -> int:
 
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                      random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
-                     refresh=args.no_cache, progress=True)
+                     refresh=args.no_cache, progress=True).to_dict()     # (a Report is read-only)
     from .known import known_results              # the chapter *Known results*, on the same passages
     report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
                                             seed=args.seed, random_init=args.random_init, texts=texts,

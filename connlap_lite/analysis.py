@@ -8,7 +8,10 @@ one measurement, registered before any result was read (their names are the repo
 
 ``cross_passage_tv_norm_nosink``  passage b at layer l against passage b + 1 at layer l + 1;
 ``positional_tv_norm_nosink``     passage b at layer l against the mean walk of the other passages
-                                  at layer l + 1 (a positional-only operator);
+                                  at layer l + 1 (a positional-only operator); both divided by the
+                                  trained step's own distance from uniform (one yardstick), and both
+                                  also with the sinks kept (``cross_passage_tv_norm``, ``positional_tv_norm``,
+                                  the nulls of the sinks-kept ablation ``tv_norm``);
 ``sep<k>_tv_norm_nosink``         passage b at layer l against itself at layer l + k (k = 2..4),
                                   the layer-separation profile (k = 1 is ``tv_norm_nosink``);
 ``data_defect_cross``             the random-init twin's head transports (seed ``random_seeds[0]``)
@@ -16,7 +19,13 @@ one measurement, registered before any result was read (their names are the repo
 ``data_defect_gaussian``          Gaussian transports of the same shapes on the same inputs.
 
 ``data_defect_nosink`` is the trained model's data defect on the same tokens, the one to set
-against those two.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
+against those two.  Every ``_nosink`` metric leaves out the sink columns found in the data (each
+layer's columns that receive over ``metrics.SINK_MULTIPLE / n`` of the attention; a step leaves out
+both layers'), listed per condition and layer in ``sink_columns``; ``input_dependence_nosink`` is a
+registered descriptive measure: how far each passage's walk is from the other passages' mean walk at the
+same layer, over its distance from uniform (0: the layer's walk is the same whatever the input).
+The record's shape is :mod:`connlap_lite.record`'s; ``analyze`` returns a read-only
+:class:`~connlap_lite.record.Report`.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
 (bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
 the running Python) and, for a local folder, the identity of its files, so the chapters that
@@ -36,7 +45,10 @@ from pathlib import Path
 import torch
 
 from . import metrics as M
-from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
+from . import record
+from .edges import edge_defects
+from .transports import HeadTransports
+from .nulls import gaussian_null, quantise_q4, random_like, rotation_null, shuffled
 from ._backend import check_int
 from ._files import atomic_write_text, locked, read_json, sweep
 from .adapters import describe
@@ -49,25 +61,7 @@ from .text import passages as make_passages
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
-WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink"]
-STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink",
-                "cross_passage_tv_norm_nosink", "positional_tv_norm_nosink"]
-SEPARATIONS = (2, 3, 4)   # layer l against l + k: sep<k>_tv_norm_nosink has layers - k per-layer lists
-SEP_METRICS = [f"sep{k}_tv_norm_nosink" for k in SEPARATIONS]
-HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
-DATA_METRICS = ["data_defect", "edge_defect", "data_defect_nosink", "data_defect_cross", "data_defect_gaussian"]
-# metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
-PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "data_defect_nosink",
-                                                              "data_defect_cross", "data_defect_gaussian"]
-
-
-def separation(metric: str) -> int:
-    """How many layers apart a metric's two walks are: 0 per layer, 1 for a step, k for ``sep<k>_...``."""
-    if metric in STEP_METRICS:
-        return 1
-    if metric in SEP_METRICS:
-        return int(metric[3:metric.index("_")])
-    return 0
+# the record's shape (metric names, units, layer separations) is connlap_lite.record's: analyze writes by it
 
 
 def parameter_counts(model) -> tuple[int, int]:
@@ -85,7 +79,11 @@ def parameter_counts(model) -> tuple[int, int]:
 
 def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None) -> dict:
     """Per-passage walk metrics of one layer; ``P`` is ``(B, n, n)`` float64.  The symmetrised spectra of
-    ``P`` and of ``P`` without sinks are appended to ``spectra`` if given (the step metrics reuse them)."""
+    ``P`` and of ``P`` without sinks are appended to ``spectra`` if given (the step metrics reuse them).
+
+    ``input_dependence_nosink``: each passage's walk (sinks removed) against the mean walk of the other
+    passages at the same layer, over its own distance from the uniform walk (0: every passage has the same
+    walk, the layer ignores its input)."""
     causal = bool((P.triu(1) == 0).all())
     B, n, _ = P.shape
     Pn = M.without_sinks(P, sinks)
@@ -99,31 +97,41 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
         # each passage's mean distance to the others; with one passage there are no others
         out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
+    if B > 1:
+        Un = M.without_sinks(U, sinks) if sinks else U
+        others = (Pn.sum(0, keepdim=True) - Pn) / (B - 1)
+        out["input_dependence_nosink"] = M.walk_distance(Pn, others) / M.walk_distance(Pn, Un).clamp_min(1e-12)
     return out
 
 
 def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool, spectra_P: list | None = None,
                   spectra_Q: list | None = None) -> dict:
-    """Step metrics from layer ``P`` to layer ``Q``; the spectral distances from the spectra ``_walk_metrics``
-    returned for each where given (the same numbers as ``M.spectral_distance``, without solving them again)."""
+    """Step metrics from layer ``P`` to layer ``Q`` (``sinks``: both layers' sink columns); the spectral distances
+    from the spectra ``_walk_metrics`` returned for each where given (the same numbers as ``M.spectral_distance``,
+    without solving them again).
+
+    The inner nulls put another passage's next layer (``cross_passage_...``) or the other passages' mean next
+    layer (``positional_...``) in place of the passage's own, and are divided by the trained pair's own
+    :func:`metrics.uniform_scale`: one yardstick for the step and its nulls."""
     Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
     if spectra_P and spectra_Q:
         spec, spec_nosink = ((a - b).abs().mean(-1) for a, b in zip(spectra_P, spectra_Q))
     else:
         spec, spec_nosink = M.spectral_distance(P, Q), M.spectral_distance(Pn, Qn)
-    out = {"tv": M.walk_distance(P, Q), "tv_norm": M.normalised_walk_distance(P, Q, causal),
+    scale, scale_nosink = M.uniform_scale(P, Q, causal), M.uniform_scale(Pn, Qn, causal, sinks)
+    out = {"tv": M.walk_distance(P, Q), "tv_norm": M.walk_distance(P, Q) / scale,
            "spec": spec, "tv_nosink": M.walk_distance(Pn, Qn),
-           "tv_norm_nosink": M.normalised_walk_distance(Pn, Qn, causal, sinks), "spec_nosink": spec_nosink}
+           "tv_norm_nosink": M.walk_distance(Pn, Qn) / scale_nosink, "spec_nosink": spec_nosink}
     B = P.shape[0]
     if B > 1:
-        # the same distance to another passage's next layer, and to the other passages' mean next layer
-        out["cross_passage_tv_norm_nosink"] = M.normalised_walk_distance(Pn, Qn.roll(-1, 0), causal, sinks)
-        others = (Qn.sum(0, keepdim=True) - Qn) / (B - 1)
-        out["positional_tv_norm_nosink"] = M.normalised_walk_distance(Pn, others, causal, sinks)
+        for tag, A, C, yardstick in (("", P, Q, scale), ("_nosink", Pn, Qn, scale_nosink)):
+            others = (C.sum(0, keepdim=True) - C) / (B - 1)
+            out["cross_passage_tv_norm" + tag] = M.walk_distance(A, C.roll(-1, 0)) / yardstick
+            out["positional_tv_norm" + tag] = M.walk_distance(A, others) / yardstick
     return out
 
 
-def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "M.HeadTransports"]:
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "HeadTransports"]:
     """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs; and
     the Gaussian null's heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size;
     ``measure`` reuses them for ``head_defect_gaussian``)."""
@@ -131,28 +139,31 @@ def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> t
     out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1)}
     if twin is not None:
         out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
-    gaussian = M.gaussian_null(heads, seed)
+    gaussian = gaussian_null(heads, seed)
     out["data_defect_gaussian"] = M.data_isometry_defect(gaussian, Xk).mean(-1)
     return out, gaussian
 
 
 def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the
-    layer's float64 head-mean walks); every edge of the measured passages in one :func:`metrics.edge_defects` call."""
+    layer's float64 head-mean walks); every edge of the measured passages in one :func:`connlap_lite.edges.edge_defects` call."""
     k, n = min(EDGE_PASSAGES, walks.shape[0]), walks.shape[-1]
     mask = torch.ones(n, n, dtype=torch.bool, device=walks.device)
     mask.fill_diagonal_(False)
     mask[:, sinks] = False
     mask[sinks, :] = False
     top = torch.where(mask, walks[:k], torch.zeros((), dtype=walks.dtype)).flatten(1).topk(EDGES).indices
-    return M.edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
+    return edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
 
 
 def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
-            progress: bool = False) -> dict:
+            progress: bool = False, sinks_found: list | None = None) -> dict:
     """Every metric for every layer of ``model`` on ``batch``: ``{metric: [per-layer values]}``.
 
     Walk and data metrics are lists of per-passage values; head metrics are per-head values.
+    The sink columns are read from each layer's walks (:func:`metrics.detect_sinks`, over the passages),
+    not assumed; a step between two layers leaves out both layers' sinks.  ``sinks_found``, if given, gets
+    each layer's sink columns appended.
     ``head_nulls`` adds the nulls measured inside the model (rotated and Gaussian heads, Gaussian
     transports on the data); ``twin`` (a model of the same architecture, e.g. ``random_like``) adds
     ``data_defect_cross``, its transports on this model's inputs.
@@ -173,36 +184,43 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     if twin is not None and type(twin) is not type(model):
         raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
                         f"got {type(twin).__name__}; build it with random_like(model, seed)")
-    res: dict[str, list] = {k: [] for k in WALK_METRICS + STEP_METRICS + SEP_METRICS + HEAD_METRICS + DATA_METRICS}
-    previous: list[torch.Tensor] = []                               # the last max(SEPARATIONS) layers' walks
+    res: dict[str, list] = {k: [] for k in (record.WALK_METRICS + record.STEP_METRICS + record.SEP_METRICS
+                                           + record.HEAD_METRICS + record.DATA_METRICS)}
+    previous: list[torch.Tensor] = []                               # the last max(record.SEPARATIONS) layers' walks
     previous_spectra: list = []
     n = batch["input_ids"].shape[1]
-    sinks = M.sink_columns(n, encoder)
-    keep = [i for i in range(n) if i not in sinks]
+    found: list[list[int]] = []                                     # every layer's sink columns so far
     for lw in attention_walks(model, batch, progress=progress):
         A = lw.attention
         P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
         for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
             P += A[:, h]
         P /= A.shape[1]
+        sinks = M.detect_sinks(P)
+        found.append(sinks)
+        keep = [i for i in range(n) if i not in sinks]
         spectra: list = []
         for k, v in _walk_metrics(P, sinks, spectra).items():
             res[k].append(v.tolist())
         if previous:
-            for k, v in _step_metrics(previous[-1], P, sinks, not encoder, previous_spectra, spectra).items():
+            both = sorted(set(found[-2]) | set(sinks))
+            same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
+            for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
+                                      spectra if same else None).items():
                 res[k].append(v.tolist())
         previous_spectra = spectra
-        for k in SEPARATIONS:
+        for k in record.SEPARATIONS:
             if len(previous) >= k:
-                Pn, Qn = M.without_sinks(previous[-k], sinks), M.without_sinks(P, sinks)
-                res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, sinks).tolist())
-        previous = (previous + [P])[-max(SEPARATIONS):]
+                both = sorted(set(found[-1 - k]) | set(sinks))
+                Pn, Qn = M.without_sinks(previous[-k], both), M.without_sinks(P, both)
+                res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, both).tolist())
+        previous = (previous + [P])[-max(record.SEPARATIONS):]
         heads = lw.transports
         gain = lw.gain
         res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
         res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
         if head_nulls:
-            res["head_defect_rotation"].append(M.scaled_isometry_defect(M.rotation_null(heads, lw.layer)).tolist())
+            res["head_defect_rotation"].append(M.scaled_isometry_defect(rotation_null(heads, lw.layer)).tolist())
         res["copy"].append(M.copy_score(heads).tolist())
         res["overlap"].append(M.read_write_overlap(heads).tolist())
         X = lw.inputs.double()
@@ -216,11 +234,13 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
             res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
             del gaussian
         res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
+    if sinks_found is not None:
+        sinks_found.extend(found)
     return {k: v for k, v in res.items() if v}
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.3"
+SCHEMA = "2026-12-01.4"   # .4: detected sinks, one yardstick for the inner nulls, input dependence
 
 
 def _key(name: str, **kw) -> str:
@@ -262,7 +282,7 @@ def _report_problem(report, name: str, args: dict) -> str | None:
         if not isinstance(values, dict) or not values:
             return f"condition {cond!r} is missing"
         for metric, per_layer in values.items():
-            expected = layers - separation(metric)
+            expected = layers - record.separation(metric)
             if not isinstance(per_layer, list) or len(per_layer) != expected or \
                     not all(isinstance(v, list) and v for v in per_layer):
                 return f"{cond}/{metric} does not hold {expected} per-layer lists"
@@ -302,11 +322,12 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
-            refresh: bool = False, progress: bool = False) -> dict:
+            refresh: bool = False, progress: bool = False) -> "record.Report":
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
-    Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
-    ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
+    Returns a :class:`connlap_lite.record.Report` (read-only, JSON-able, read like a dict): model facts
+    (family, encoder, layers, parameter counts), ``sink_columns`` (each condition's detected sink columns,
+    per layer) and ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
     for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
 
     ``corpus`` names the texts (:data:`connlap_lite.text.CORPORA`) unless ``texts`` are given.
@@ -335,7 +356,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     if cache and not refresh:
         report = _cached(path, name, args)
         if report is not None:
-            return report
+            return record.Report(report)
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)
@@ -356,16 +377,19 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     label = "random" if random_init else "trained"
     conditions = report["conditions"]
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
-    conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)
+    sinks = report["sink_columns"] = {}              # every condition's detected sink columns, per layer
+    conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress,
+                                sinks_found=sinks.setdefault(label, []))
     nulls = {}
     for s in random_seeds:                          # the first null is the twin itself: built once
         null = twin if twin is not None else random_like(model, 1000 + s)
         twin = None
-        nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress)
+        nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
+                                      sinks_found=sinks.setdefault(f"random{s}", []))
         del null
     if shuffle:
         conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
-                                         progress=progress)
+                                         progress=progress, sinks_found=sinks.setdefault("shuffled", []))
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
     if cache or refresh:
@@ -373,5 +397,5 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         with locked(path.parent):                   # one lock for the folder: no lock file per report
             sweep(path, everything=True)
             atomic_write_text(path, json.dumps(report))
-    return report
+    return record.Report(report)
 

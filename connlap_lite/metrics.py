@@ -18,6 +18,7 @@ E1, attention graphs settle into stable operators with depth:
 ``spectral_distance(P, Q)``       mean absolute difference of the sorted ``sym_spectrum``
                                   (the 1-Wasserstein distance of the two spectra);
 ``teleport(P, alpha)``            PageRank chain ``(1 - alpha) P + alpha 11^T / n`` (irreducible);
+``detect_sinks(P)``               the sink columns: those receiving over ``SINK_MULTIPLE / n`` of the attention;
 ``sink_mass(P, sinks)``           mean attention paid to the sink columns by the other queries;
 ``without_sinks(P, sinks)``       sink columns zeroed and rows renormalised.
 
@@ -82,23 +83,32 @@ def walk_distance(P: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
 
 
 def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool, sinks: list[int] = ()) -> torch.Tensor:
-    """``walk_distance(P, Q)`` divided by the mean distance of ``P`` and ``Q`` from the uniform walk.
+    """``walk_distance(P, Q)`` divided by the mean distance of ``P`` and ``Q`` from the uniform walk
+    (:func:`uniform_scale`).
 
     For walks with their sink columns removed (:func:`without_sinks`) pass the same ``sinks``:
     the reference is then the uniform walk with those columns removed too, so that the ratio
-    compares like with like and a walk equal to its reference is at distance 0 from it.
+    compares like with like and a walk equal to its reference is at distance 0 from it.  A null
+    measured against ``P`` (another passage's walk in place of ``Q``) is divided by the same pair's
+    ``uniform_scale(P, Q)``, not by its own: one yardstick for the trained pair and its nulls.
 
     >>> U = uniform_walk(6, causal=True)
     >>> float(normalised_walk_distance(without_sinks(U, [0]), without_sinks(U, [0]) * 1.0, True, [0]))
     0.0
     """
     P, Q = _pair(P, Q)
+    return walk_distance(P, Q) / uniform_scale(P, Q, causal, sinks)
+
+
+def uniform_scale(P: torch.Tensor, Q: torch.Tensor, causal: bool, sinks: list[int] = ()) -> torch.Tensor:
+    """The mean distance of ``P`` and ``Q`` from the uniform walk (without ``sinks``), at least ``1e-12``:
+    the denominator of :func:`normalised_walk_distance`."""
+    P, Q = _pair(P, Q)
     sinks = check_indices(sinks, "sinks", P.shape[-1])
     U = uniform_walk(P.shape[-1], bool(causal), dtype=P.dtype, device=P.device)
     if len(sinks):
         U = without_sinks(U, list(sinks))
-    scale = 0.5 * (walk_distance(P, U) + walk_distance(Q, U))
-    return walk_distance(P, Q) / scale.clamp_min(1e-12)
+    return (0.5 * (walk_distance(P, U) + walk_distance(Q, U))).clamp_min(1e-12)
 
 
 def sym_spectrum(P: torch.Tensor) -> torch.Tensor:
@@ -126,9 +136,36 @@ def teleport(P: torch.Tensor, alpha: float = 0.15) -> torch.Tensor:
 
 
 def sink_columns(n: int, encoder: bool) -> list[int]:
-    """The attention-sink tokens: the first token, and the last ([SEP]) for an encoder."""
+    """The usual places of attention sinks: the first token, and the last ([SEP]) for an encoder.
+
+    A guess from position; the measurements use :func:`detect_sinks`, which reads them from the walks."""
     check_int(n, "n", low=2 if encoder else 1)
     return [0, n - 1] if encoder else [0]
+
+
+SINK_MULTIPLE = 8.0   # a sink column receives more than 8 times the uniform share 1/n
+
+
+def detect_sinks(P: torch.Tensor, multiple: float = SINK_MULTIPLE) -> list[int]:
+    """The sink columns of walks ``P`` ``(..., n, n)``: those receiving more than ``multiple / n`` of the
+    attention, averaged over the queries (and over the leading axes, e.g. passages).
+
+    ``1/n`` is each column's share were attention spread evenly over the columns; the causal uniform walk
+    gives column 0 a share ``H_n / n`` (``H_n`` the harmonic number, below 8 up to n = 1673), so it has no sink.
+
+    >>> P = uniform_walk(16, causal=True)
+    >>> detect_sinks(P)
+    []
+    >>> P[4:, 1] += 3.0; P = P / P.sum(-1, keepdim=True)       # rows from 4 on give column 1 most of their mass
+    >>> detect_sinks(P)
+    [1]
+    """
+    P = _walks(P)
+    if isinstance(multiple, bool) or not isinstance(multiple, (int, float)) or not multiple > 0:
+        raise ValueError(f"multiple must be a positive number, got {multiple!r}")
+    n = P.shape[-1]
+    share = P.reshape(-1, n, n).mean((0, 1))
+    return torch.nonzero(share > multiple / n).flatten().tolist()
 
 
 def sink_mass(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
@@ -306,7 +343,8 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
 
-# the nulls and the statistics live in their own modules; read here too, as ``metrics.<name>``
+# The nulls, the edge defects and the statistics are defined in their own modules; the chapters and some
+# tests still read them as ``metrics.<name>`` (the package's own modules import them from where they are).
 from .edges import edge_defects, gated_singular_values, rank_free_defect   # noqa: E402,F401 (re-exported)
 from .nulls import gaussian_null, q4_roundtrip, rotation_null          # noqa: E402,F401
 from .stats import bootstrap_ci, spearman                               # noqa: E402,F401

@@ -7,7 +7,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .report import layer_curve
+from .record import layer_curve
 
 STYLE = {"trained": dict(color="C0", lw=2), "random": dict(color="C0", lw=2),
          "random0": dict(color="0.45", ls="--"), "random1": dict(color="0.65", ls="--"),

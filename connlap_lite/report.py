@@ -1,36 +1,51 @@
-"""Reading measurement reports: curves, late means, trends against nulls, and the verdicts on E1-E3.
+"""The verdicts on E1-E3 from measurement reports: the rules in force (rule 3, registered 2026-12-01).
 
-Every empirical chapter, the scorecard and the command line read the reports of
-:func:`connlap_lite.analysis.analyze` through this module, so each rule and each word of its
-vocabulary (:data:`VERDICTS`) lives in one place.
+Every empirical chapter, the scorecard and the command line decide E1-E3 here; the record's shape and
+its reading functions are :mod:`connlap_lite.record`'s, the vocabulary (:data:`VERDICTS`) and the
+multiplicity machinery :mod:`connlap_lite.verdicts`'s, and the rules replaced (with ``RULE_CHANGES``)
+:mod:`connlap_lite.rules_history`'s, which this module answers too (``report.e1_rule2`` etc.).
 
-**Uncertainty.** The unit of resampling is the passage (for head metrics, the head): a bootstrap
-draws passages with replacement and keeps each passage's whole curve over the layers, so the
-correlation between neighbouring layers is kept rather than treated as independent points. Trained
-and null conditions are measured on the same passages, so they are resampled together (paired).
-A one-sided bootstrap p-value is ``(1 + #{resamples where the trained model does not win}) /
-(n_boot + 1)``; the p-values of one claim's table (every model and condition) are Holm-corrected
-before the 0.05 threshold (:func:`holm`).
+**Uncertainty.** The unit of resampling is the passage (for head metrics, the head): a bootstrap draws
+passages with replacement and keeps each passage's whole curve over the layers; trained and null conditions
+are measured on the same passages and resampled together (paired).  A one-sided bootstrap p-value is
+``(1 + #{draws where the trained model does not win}) / (n_boot + 1)``, the draws widened first for the number
+of units (:func:`connlap_lite.stats.expansion`: 1.12 for 16 passages), undefined if any draw is not finite.
+The **random-init seeds are units** of their own: a comparison with them is Student's t over the seeds
+(:func:`connlap_lite.stats.seed_p`; size alpha for any number of seeds), never "below every seed" (size
+``1/(k+1)``).  The p-values of one claim's table are Holm-corrected as one family, and the table draws at
+least :func:`connlap_lite.stats.draws_for` resamples, so that the family's smallest attainable p is an
+order below alpha (checked: :func:`connlap_lite.stats.check_resolution`).
 
-**Rules (rule 2, registered 2026-11-30; the rules they replace, and** ``RULE_CHANGES`` **, are in**
-:mod:`connlap_lite.rules_history` **and answer here too, as** ``report.e1_rule1`` **etc.).**
+**Outcomes besides holds / partly / does not hold.** "insufficient data" below
+:data:`~connlap_lite.verdicts.MIN_PASSAGES` (8) passages or :data:`~connlap_lite.verdicts.MIN_SEEDS` (3)
+random-init seeds, or (E1) fewer than 3 layers; "undefined" where a value the rule reads is NaN or infinite
+(the row's ``nonfinite`` names each ``(condition, metric, layer)``).
 
-E1, per model, metric ``tv_norm_nosink``:
-    (a) *falls with depth beyond the nulls*: the trained curve's Spearman rho against depth is below 0
-        and below every random-init seed's rho, in the paired bootstrap;
-    (b) *below the strongest null late*: its mean over the last third of the layers is below that of every
-        null: each random-init seed, the shuffled passages, the cross-passage and the positional-only walk.
+E1, per model, metric ``tv_norm_nosink`` (smaller = more alike):
+    (a) *depth-specific*: the margin of the trained curve below its strongest passage-level null (shuffled,
+        cross-passage, positional; the lowest at each step, in each draw) is larger over the last third of the
+        steps than over the first third (paired bootstrap of the difference of margins);
+    (b) *below every null late*: the last-third mean is below every passage-level null (paired bootstrap,
+        the lowest null in each draw) and below the random-init seeds (seeds as units).
     holds: (a) and (b); partly: one; does not hold: neither.
+    Beside the verdict, its own finding: *consecutive layers share input-specific structure at every depth*
+    (``shares_structure``): at every step the trained curve is below every passage-level null (an
+    intersection-union test, ``p_share`` the largest per-step p; Holm across the table's models).
+    Condition (a) keeps the keys rule 2 gave its trend condition (``p_trend``, ``p_trend_holm``, ``falls``) and
+    has its own too (``p_depth``, ``p_depth_holm``, ``deepens``); rule 2's trend statistics (``rho``,
+    ``rho_interval``, ``null_rho``, ``p_trend_rule2``) are still reported, not used.
 E2, per model:
-    (a) *heads*: the mean ``head_defect`` over every head of every layer is below the Gaussian heads' and each
-        random-init seed's (bootstrap over heads, paired by position);
+    (a) *heads*: the mean ``head_defect`` over every head of every layer is below the Gaussian heads'
+        (bootstrap over heads, paired by position) and below the random-init seeds' (seeds as units);
     (b) *data*: the mean ``data_defect_nosink`` is below the random-init twin's transports and Gaussian
-        transports applied to the same inputs (``data_defect_cross``, ``data_defect_gaussian``).
-E3, per structure and metric (smaller = more of the claim): the late-layer *gap*, trained minus the mean of
-    the random-init seeds, against log10(non-embedding parameters), within one family: holds if the slope's
-    interval lies below 0, does not hold above 0, inconclusive otherwise; **not testable** unless one family
-    gives at least three sizes. Two sizes of one family are reported as a step; a fit across families is
-    shown as exploratory, with its leave-one-model-out slopes.
+        transports applied to the same inputs (``data_defect_cross``, ``data_defect_gaussian``; bootstrap
+        over passages; the twin is one seed's transports, ``data_null_seeds`` = 1).
+E3, per structure and metric (smaller = more of the claim): the late-layer *gap*, trained minus the metric's
+    strongest registered null (:func:`gap`), against log10(non-embedding parameters), within one family of at
+    least three sizes: holds if the passage-bootstrap interval of the slope, its model-level jackknife
+    interval and every leave-one-model-out slope lie below 0; does not hold if all lie above 0; inconclusive
+    otherwise; **not testable** below three sizes of one family.  Two sizes are reported as a step; a fit
+    across families is exploratory, with its leave-one-model-out slopes.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*, *Beyond*.
 """
@@ -39,176 +54,132 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
-from .analysis import PASSAGE_METRICS
-from .stats import _draws, _interval, _p_win, _rhos, bootstrap_ci, holm, spearman
+from . import rules_history
+from .record import (PASSAGE_METRICS, late, late_value, layer_curve, layer_means, depth_trend,  # noqa: F401
+                     matrix, random_nulls, registered_nulls, values_of)
+from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p, spearman  # noqa: F401
+from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, combine,  # noqa: F401
+                       data_status, decide, flag)
 
-VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable")
-ALPHA = 0.05
 E1_METRIC = "tv_norm_nosink"
-# nulls measured inside the trained condition, by the key that holds them (for the E1 metric only)
-INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
+RULE = 3
+SEED_MEAN = "random-init (mean of seeds)"
+# The reading functions imported above are read here too (``report.layer_means``...) because the chapters
+# call them so; their defining module is connlap_lite.record.  ``_verdict``, ``_reports`` and ``_matrix``
+# are the chapters' and exercises' older names of verdicts.combine, verdicts.check_reports and record.matrix.
+_verdict, _reports, _matrix = combine, check_reports, matrix
 
 
-# ----------------------------------------------------------------------- reading values
-def values_of(report, metric: str, condition: str = "trained", name: str = "report") -> list:
-    """``report["conditions"][condition][metric]``, or an error naming what is missing and what is there."""
-    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
-        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
-                        f"got {type(report).__name__}")
-    conditions = report["conditions"]
-    if not isinstance(condition, str) or condition not in conditions:
-        raise ValueError(f"condition must be one of the report's conditions {sorted(conditions)}, got {condition!r}")
-    if not isinstance(metric, str) or metric not in conditions[condition]:
-        raise ValueError(f"metric must be one of {sorted(conditions[condition])} (measured in {condition!r}), "
-                         f"got {metric!r}; a report made before this metric existed needs "
-                         "analyze(..., refresh=True)")
-    values = conditions[condition][metric]
-    if not isinstance(values, list) or not values or not all(isinstance(v, list) and v for v in values):
-        raise ValueError(f"{name}'s {condition}/{metric} must be a non-empty list of per-layer lists; the report "
-                         "is damaged: recompute it with analyze(..., refresh=True)")
-    return values
+def _pmax(*ps) -> float:
+    """The p-value of an intersection of one-sided tests: the largest; undefined if any is."""
+    ps = [float(p) for p in ps]
+    return float("nan") if not all(math.isfinite(p) for p in ps) else max(ps)
 
 
-def layer_means(report: dict, metric: str, condition: str = "trained") -> np.ndarray:
-    """One number per layer: the mean over passages (walk and data metrics) or over heads (head metrics).
-
-    >>> layer_means({"conditions": {"trained": {"tv": [[0.2, 0.4], [0.1, 0.3]]}}}, "tv")
-    array([0.3, 0.2])
-    """
-    return np.array([float(np.mean(v)) for v in values_of(report, metric, condition)])
-
-
-def layer_curve(report: dict, metric: str, condition: str = "trained", *, n_boot: int = 1000):
-    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
-    values = values_of(report, metric, condition)
-    means, lo, hi = [], [], []
-    for v in values:
-        m, a, b = bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
-        means.append(float(m)); lo.append(float(a)); hi.append(float(b))
-    return means, lo, hi
-
-
-def depth_trend(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
-    """Spearman's rho of the per-layer mean against depth, and its p-value (layers taken as independent)."""
-    means = layer_means(report, metric, condition)
-    return spearman(range(len(means)), means)
-
-
-def late(values, fraction: float = 1 / 3) -> list:
-    """The per-layer lists of the last ``fraction`` of layers (at least one).
-
-    >>> late([[1], [2], [3], [4], [5], [6]])
-    [[5], [6]]
-    """
-    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or len(values) == 0:
-        raise ValueError(f"values must be a non-empty list of per-layer values, got {values!r}")
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
-    k = max(1, math.ceil(len(values) * fraction))
-    return values[-k:]
-
-
-def late_value(report: dict, metric: str, condition: str = "trained") -> np.ndarray:
-    """Per-passage (or per-head) values of ``metric``, averaged over the late layers."""
-    return np.mean(np.array(late(values_of(report, metric, condition)), dtype=float), axis=0)
-
-
-def random_nulls(report: dict) -> list[str]:
-    """The report's random-init conditions, ``random0``, ``random1``, ... in seed order."""
-    names = [c for c in report.get("conditions", {}) if c.startswith("random") and c[6:].isdigit()]
-    return sorted(names, key=lambda c: int(c[6:]))
-
-
-def _matrix(report: dict, metric: str, condition: str) -> np.ndarray:
-    """``(layers, units)``: the per-layer lists as one array (every layer must have the same units)."""
-    values = values_of(report, metric, condition)
-    if len({len(v) for v in values}) != 1:
-        raise ValueError(f"{condition}/{metric} has per-layer lists of different lengths; the report is damaged")
-    return np.array(values, dtype=float)
-
-
-# ----------------------------------------------------------------------- verdicts
-def _verdict(a: bool, b: bool) -> str:
-    return "holds" if a and b else ("partly" if a or b else "does not hold")
-
-
-def _decide(rows: list[dict], *conditions: tuple[str, str]) -> list[dict]:
-    """A claim's table decided: every row's p-values (``(p_key, flag_key)`` per condition) Holm-corrected as one
-    family into ``<p_key>_holm``, each flag set where that is below ``ALPHA``, and the verdict from the two flags."""
-    adjusted = iter(holm([r[p] for r in rows for p, _ in conditions]))
-    for r in rows:
-        for p, flag in conditions:
-            r[p + "_holm"] = next(adjusted)
-            r[flag] = r[p + "_holm"] < ALPHA
-        r["verdict"] = _verdict(*(r[flag] for _, flag in conditions))
-    return rows
-
-
-# ----------------------------------------------------------------------- E1
-def e1_nulls(report: dict, metric: str = E1_METRIC) -> dict[str, np.ndarray]:
-    """Every registered null of E1 for ``metric`` as ``(layers, passages)`` arrays, by display name."""
-    c = report["conditions"]
-    out = {name: _matrix(report, metric, name) for name in random_nulls(report)}
-    if "shuffled" in c:
-        out["shuffled"] = _matrix(report, metric, "shuffled")
-    if metric == E1_METRIC:
-        for name, key in INNER_NULLS.items():
-            if key in c["trained"]:
-                out[name] = _matrix(report, key, "trained")
+def _nonfinite(report, metric_conditions) -> list[tuple[str, str, int]]:
+    """Every ``(condition, metric, layer)`` among ``metric_conditions`` holding a non-finite value."""
+    out = []
+    for cond, metric in metric_conditions:
+        a = matrix(report, metric, cond)
+        out += [(cond, metric, int(layer)) for layer in np.flatnonzero(~np.isfinite(a).all(1))]
     return out
 
 
-def e1_evidence(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
+def _sources(report, metric) -> list[tuple[str, str]]:
+    """The ``(condition, key)`` pairs behind ``metric`` and its registered nulls in ``report``."""
+    from .record import NULLS, SEED_NULL
+
+    c = report["conditions"]
+    out = [("trained", metric)] + [(s, SEED_NULL.get(metric, metric)) for s in random_nulls(report)]
+    return out + [(cond, key) for cond, key in NULLS.get(metric, {}).values() if cond in c and key in c[cond]]
+
+
+# ----------------------------------------------------------------------- E1
+def e1_nulls(report, metric: str = E1_METRIC) -> dict[str, np.ndarray]:
+    """Every registered null of E1 for ``metric`` as ``(layers, passages)`` arrays, by display name."""
+    return registered_nulls(report, metric)
+
+
+def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
     """The numbers behind E1 on one model, before the table's multiplicity correction."""
-    trained = _matrix(report, metric, "trained")
+    trained = matrix(report, metric, "trained")
     nulls = e1_nulls(report, metric)
     seeds = [n for n in nulls if n.startswith("random")]
     if not seeds:
         raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
-    L, B = trained.shape
+    passage = {n: v for n, v in nulls.items() if not n.startswith("random")}
+    if not passage:
+        raise ValueError(f"report on {report.get('model')!r} has no passage-level null of {metric!r} (shuffled, "
+                         "cross-passage, positional): analyze with shuffle=True")
+    S, B = trained.shape
+    k = max(1, math.ceil(S / 3))
     idx = _draws(B, n_boot, seed)
-    boot = lambda a: a[:, idx].mean(-1).T                    # noqa: E731  (n_boot, layers)
-    rho_b = _rhos(boot(trained))
-    null_rho_b = np.stack([_rhos(boot(nulls[s])) for s in seeds])           # (seeds, n_boot)
-    rho = float(_rhos(trained.mean(1)[None])[0])
-    null_rho = {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds}
-    # (a) an intersection of two one-sided tests: rho < 0 and rho < every seed's rho; its p is the larger
-    p_trend = max(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0)))
-    k = max(1, math.ceil(L / 3))
+    per_step = lambda a: a[:, idx].mean(-1)                                # noqa: E731  (steps, n_boot)
+    t_s = per_step(trained)
+    p_s = np.stack([per_step(v) for v in passage.values()])                # (nulls, steps, n_boot)
+    lowest = p_s.min(0)                                                    # the strongest passage null, per draw
+    band = lambda a, first: a[..., :k, :].mean(-2) if first else a[..., -k:, :].mean(-2)   # noqa: E731
+    margin_early, margin_late = band(lowest, True) - band(t_s, True), band(lowest, False) - band(t_s, False)
+    growth_b = margin_late - margin_early
+    p_depth = _p_win(-growth_b, B) if S >= 2 else float("nan")
     late_t = trained[-k:].mean(0)
     late_n = {n: v[-max(1, math.ceil(len(v) / 3)):].mean(0) for n, v in nulls.items()}
-    t_b = late_t[idx].mean(1)
-    n_b = np.stack([v[idx].mean(1) for v in late_n.values()])               # (nulls, n_boot)
+    t_b = band(t_s, False)
+    p_level_passage = _p_win(t_b - band(lowest, False), B)
+    p_level_seeds = seed_p(float(late_t.mean()), [late_n[s].mean() for s in seeds])
+    per_step_p = [_p_win(t_s[s] - lowest[s], B) for s in range(S)]
     strongest = min(late_n, key=lambda n: late_n[n].mean())
     gap_b = t_b - late_n[strongest][idx].mean(1)
-    return {"claim": "E1", "model": report["model"], "metric": metric,
-            "rho": rho, "rho_interval": _interval(rho_b), "null_rho": null_rho,
+    # rule 2's trend statistics, reported (not used by rule 3)
+    rho_b = _rhos(t_s.T)
+    null_rho_b = np.stack([_rhos(per_step(nulls[s]).T) for s in seeds])
+    bad = _nonfinite(report, _sources(report, metric))
+    status = data_status(report, seeds=len(seeds)) or ("insufficient data" if S < 2 else None)
+    return {"claim": "E1", "model": report["model"], "metric": metric, "rule": RULE,
+            "rho": float(_rhos(trained.mean(1)[None])[0]), "rho_interval": _interval(rho_b),
+            "null_rho": {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds},
             "late_trained": float(late_t.mean()), "late_interval": _interval(t_b),
             "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
             "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
             "gap_interval": _interval(gap_b),
-            "p_trend": p_trend, "p_level": _p_win(t_b - n_b.min(0))}
+            "p_trend_rule2": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
+            "early_margin": float(np.mean(margin_early)), "late_margin": float(np.mean(margin_late)),
+            "margin_growth_interval": _interval(growth_b), "p_depth": p_depth,
+            "p_level_passage_nulls": p_level_passage, "p_level_seeds": p_level_seeds,
+            "p_level": _pmax(p_level_passage, p_level_seeds),
+            "p_share": _pmax(*per_step_p), "p_share_per_step": per_step_p,
+            "n_passages": B, "n_seeds": len(seeds), "n_boot": n_boot, "nonfinite": bad,
+            "verdict": "undefined" if bad else status}
 
 
-def e1_table(reports: list[dict], metric=E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+def e1_table(reports, metric=E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """E1 on every model of ``reports``: the evidence, Holm-corrected p-values and each model's verdict.
 
     ``metric`` may be a list: one row per model and metric, the Holm correction across all of them.
+    ``n_boot`` is a minimum: the table draws at least :func:`~connlap_lite.stats.draws_for` its family.
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
-    rows = [e1_evidence(r, m, n_boot=n_boot, seed=seed) for r in _reports(reports) for m in metrics]
-    return _decide(rows, ("p_trend", "falls"), ("p_level", "below_nulls"))
+    reports = check_reports(reports)
+    draws = max(n_boot, draws_for(2 * len(reports) * len(metrics), ALPHA))
+    rows = [e1_evidence(r, m, n_boot=draws, seed=seed) for r in reports for m in metrics]
+    for r in rows:                          # condition (a) under the keys rule 2 gave it, and by its own name
+        r["p_trend"] = r["p_depth"]
+    decide(rows, ("p_trend", "falls"), ("p_level", "below_nulls"), n_boot=draws)
+    for r in rows:
+        r["p_depth_holm"], r["deepens"] = r["p_trend_holm"], r["falls"]
+    for r, q in zip(rows, holm([r["p_share"] for r in rows])):            # the finding beside the verdict
+        r["p_share_holm"], r["shares_structure"] = q, None if r["verdict"] == "undefined" else flag(q)
+    return rows
 
 
-def e1(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
+def e1(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
     """E1 on one model (a table of one: Holm over its two conditions)."""
     return e1_table([report], metric, n_boot=n_boot, seed=seed)[0]
 
 
 # ----------------------------------------------------------------------- E2
-def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> dict:
+def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> dict:
     """The numbers behind E2 on one model, before the table's multiplicity correction.
 
     ``heads_metric="head_defect_gain"`` is the ablation with the pre-attention norm's gain folded into the
@@ -217,69 +188,102 @@ def e2_evidence(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_metric
     seeds = random_nulls(report)
     if not seeds:
         raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
-    flat = lambda m, c: _matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
+    flat = lambda m, c: matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
     heads = flat(heads_metric, "trained")
-    head_nulls = {"Gaussian heads": flat("head_defect_gaussian", "trained"),
-                  **{s: flat("head_defect", s) for s in seeds}}
+    gaussian = flat("head_defect_gaussian", "trained")
+    seed_heads = {s: flat("head_defect", s) for s in seeds}
+    head_nulls = {"Gaussian heads": gaussian, **seed_heads}
     idx = _draws(len(heads), n_boot, seed)
-    p_heads = _p_win(heads[idx].mean(1) - np.stack([v[idx].mean(1) for v in head_nulls.values()]).min(0))
-    per_passage = lambda m: _matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
+    p_gauss = _p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads))
+    p_seeds = seed_p(float(heads.mean()), [v.mean() for v in seed_heads.values()])
+    per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
     data_nulls = {"random-init transports": per_passage("data_defect_cross"),
                   "Gaussian transports": per_passage("data_defect_gaussian")}
     jdx = _draws(len(data), n_boot, seed + 1)
     d_b = data[jdx].mean(1)
-    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0))
+    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0), len(data))
     strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
-    return {"claim": "E2", "model": report["model"],
+    used = [("trained", heads_metric), ("trained", "head_defect_gaussian"), *((s, "head_defect") for s in seeds),
+            ("trained", "data_defect_nosink"), ("trained", "data_defect_cross"), ("trained", "data_defect_gaussian")]
+    bad = _nonfinite(report, used)
+    return {"claim": "E2", "model": report["model"], "rule": RULE,
             "head_defect": float(heads.mean()), "head_interval": _interval(heads[idx].mean(1)),
             "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
             "data_defect": float(data.mean()), "data_interval": _interval(d_b),
             "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
-            "p_heads": p_heads, "p_data": p_data}
+            "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": _pmax(p_gauss, p_seeds),
+            "p_data": p_data, "n_passages": len(data), "n_seeds": len(seeds), "data_null_seeds": 1,
+            "n_boot": n_boot, "nonfinite": bad,
+            "verdict": "undefined" if bad else data_status(report, seeds=len(seeds))}
 
 
-def e2_table(reports: list[dict], *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
+def e2_table(reports, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
     """E2 on every model of ``reports``: evidence, Holm-corrected p-values and each model's verdict."""
-    rows = [e2_evidence(r, n_boot=n_boot, seed=seed, heads_metric=heads_metric) for r in _reports(reports)]
-    return _decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"))
+    reports = check_reports(reports)
+    draws = max(n_boot, draws_for(2 * len(reports), ALPHA))
+    rows = [e2_evidence(r, n_boot=draws, seed=seed, heads_metric=heads_metric) for r in reports]
+    return decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"), n_boot=draws)
 
 
-def e2(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
+def e2(report, *, n_boot: int = 1000, seed: int = 0) -> dict:
     """E2 on one model (a table of one)."""
     return e2_table([report], n_boot=n_boot, seed=seed)[0]
 
 
 # ----------------------------------------------------------------------- E3
-def gap(report: dict, metric: str) -> np.ndarray:
-    """Per-unit late-layer gap: trained minus the mean of the random-init seeds (paired by passage or head)."""
+def gap_null(report, metric: str) -> tuple[str, np.ndarray]:
+    """The strongest registered null of ``metric`` for E3 and its per-unit late values: the lowest late mean among
+    the metric's registered nulls other than the seeds (:data:`connlap_lite.record.NULLS`) and the seeds' mean."""
+    values_of(report, metric)                                  # (an error naming the metrics measured, if not)
+    nulls = {n: v for n, v in registered_nulls(report, metric).items() if not n.startswith("random")}
     seeds = random_nulls(report)
-    if not seeds:
-        raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
-    return late_value(report, metric) - np.mean([late_value(report, metric, s) for s in seeds], axis=0)
+    candidates = {n: np.mean(np.array(late(list(v)), dtype=float), axis=0) for n, v in nulls.items()}
+    if seeds and all(metric in report["conditions"][s] for s in seeds):
+        candidates[SEED_MEAN] = np.mean([late_value(report, metric, s) for s in seeds], axis=0)
+    if not candidates:
+        raise ValueError(f"report on {report.get('model')!r} has no registered null of {metric!r}: analyze with "
+                         "random_seeds and shuffle=True")
+    name = min(candidates, key=lambda n: float(np.mean(candidates[n])))
+    return name, candidates[name]
 
 
-def _slope(x, y) -> float:
-    return float(np.polyfit(x, y, 1)[0]) if len(set(np.round(x, 12))) > 1 else float("nan")
+def gap(report, metric: str) -> np.ndarray:
+    """Per-unit late-layer gap: trained minus the metric's strongest registered null (:func:`gap_null`), paired
+    by passage or head."""
+    return late_value(report, metric) - gap_null(report, metric)[1]
 
 
-def e3(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+def _slopes(x: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of each row of ``Y`` on ``x``."""
+    xc = x - x.mean()
+    return (Y - Y.mean(-1, keepdims=True)) @ xc / (xc @ xc)
+
+
+def _sign(lo: float, hi: float) -> int:
+    return -1 if hi < 0 else 1 if lo > 0 else 0
+
+
+def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
     """E3 for one structure's models and one metric: the gap against size, within and across families."""
-    reports = _reports(reports, need=("model", "family", "non_embedding_parameters"))
+    reports = check_reports(reports, need=("model", "family", "non_embedding_parameters"))
     bad = [i for i, r in enumerate(reports) if isinstance(r["non_embedding_parameters"], bool) or not
            isinstance(r["non_embedding_parameters"], (int, float, np.number)) or not r["non_embedding_parameters"] > 0]
     if bad:
         raise ValueError(f"reports[{bad[0]}]'s non_embedding_parameters must be positive, got "
                          f"{reports[bad[0]]['non_embedding_parameters']!r}")
-    samples = [gap(r, metric) for r in reports]
+    gaps = [gap_null(r, metric) for r in reports]
+    samples = [late_value(r, metric) - g for r, (_, g) in zip(reports, gaps)]
     rng = np.random.default_rng(seed)
-    boots = np.array([[s[rng.integers(0, len(s), len(s))].mean() for s in samples] for _ in range(n_boot)])
+    boots = np.stack([s[rng.integers(0, len(s), (n_boot, len(s)))].mean(1) for s in samples], 1)  # (n_boot, models)
     x = np.log10([r["non_embedding_parameters"] for r in reports])
     y = np.array([s.mean() for s in samples])
-    models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi),
+    models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi), "null": g[0],
                "interval": _interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
-               "groups": r.get("groups"), "d": r.get("d")} for i, (r, xi, yi) in enumerate(zip(reports, x, y))]
+               "groups": r.get("groups"), "d": r.get("d"), "passages": r.get("passages"),
+               "status": "undefined" if not np.isfinite(samples[i]).all() else data_status(r)}
+              for i, (r, xi, yi, g) in enumerate(zip(reports, x, y, gaps))]
     families: dict[str, list[int]] = {}
     for i, r in enumerate(reports):
         families.setdefault(r["family"], []).append(i)
@@ -287,10 +291,15 @@ def e3(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -
     for fam, ix in families.items():
         sizes = sorted(ix, key=lambda i: x[i])
         if len({round(x[i], 6) for i in ix}) >= 3:
-            b = [_slope(x[sizes], boots[k, sizes]) for k in range(n_boot)]
-            lo, hi = _interval(np.array(b))
-            within[fam] = {"slope": _slope(x[sizes], y[sizes]), "interval": (lo, hi),
-                           "verdict": "holds" if hi < 0 else "does not hold" if lo > 0 else "inconclusive"}
+            lo, hi = _interval(_slopes(x[sizes], boots[:, sizes]))
+            jk = jackknife_slope(x[sizes], y[sizes])
+            signs = {_sign(lo, hi), _sign(*jk["interval"]), *(np.sign(jk["leave_one_out"]).astype(int).tolist())}
+            status = {models[i]["status"] for i in sizes} - {None}
+            verdict = ("undefined" if "undefined" in status else "insufficient data" if status else
+                       "holds" if signs == {-1} else "does not hold" if signs == {1} else "inconclusive")
+            within[fam] = {"slope": float(_slopes(x[sizes], y[sizes][None])[0]), "interval": (lo, hi),
+                           "jackknife_interval": jk["interval"], "leave_one_out": jk["leave_one_out"],
+                           "signs_agree": jk["signs_agree"], "verdict": verdict}
         for a, b in zip(sizes, sizes[1:]):
             d = boots[:, b] - boots[:, a]
             steps.append({"family": fam, "from": reports[a]["model"], "to": reports[b]["model"],
@@ -299,16 +308,16 @@ def e3(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -
     verdict = "not testable" if not verdicts else verdicts.pop() if len(verdicts) == 1 else "partly"
     across = None
     if len(reports) >= 3 and len(set(np.round(x, 6))) >= 2:
-        b = [_slope(x, boots[k]) for k in range(n_boot)]
-        across = {"slope": _slope(x, y), "interval": _interval(np.array(b)),
-                  "leave_one_out": {reports[i]["model"]: _slope(np.delete(x, i), np.delete(y, i))
+        across = {"slope": float(_slopes(x, y[None])[0]), "interval": _interval(_slopes(x, boots)),
+                  "leave_one_out": {reports[i]["model"]: float(_slopes(np.delete(x, i), np.delete(y, i)[None])[0])
+                                    if len(set(np.round(np.delete(x, i), 6))) > 1 else float("nan")
                                     for i in range(len(reports))}}
-    return {"claim": "E3", "metric": metric, "n_models": len(reports), "models": models, "within": within,
-            "steps": steps, "across": across, "verdict": verdict}
+    return {"claim": "E3", "metric": metric, "rule": RULE, "n_models": len(reports), "models": models,
+            "within": within, "steps": steps, "across": across, "verdict": verdict}
 
 
 # ----------------------------------------------------------------------- robustness
-def resample(report: dict, idx) -> dict:
+def resample(report, idx) -> dict:
     """A copy of ``report`` with its passages replaced by ``idx`` (in every condition, so pairs stay paired)."""
     idx = list(idx)
     out = {**report, "conditions": {}}
@@ -318,7 +327,7 @@ def resample(report: dict, idx) -> dict:
     return out
 
 
-def substitute(report: dict, trained: dict) -> dict:
+def substitute(report, trained) -> dict:
     """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
     e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s."""
     keys = ("model", "passages", "tokens", "seed")
@@ -329,38 +338,17 @@ def substitute(report: dict, trained: dict) -> dict:
     return {**report, "conditions": {**report["conditions"], "trained": trained["conditions"]["trained"]}}
 
 
-def _reports(reports, name: str = "reports", need=("model",)) -> list[dict]:
-    if isinstance(reports, (dict, str, bytes)) or not hasattr(reports, "__iter__"):
-        raise TypeError(f"{name} must be a list of reports from analyze, got {type(reports).__name__}; "
-                        "wrap a single report: [report]")
-    reports = list(reports)
-    if not reports:
-        raise ValueError(f"{name} is empty: pass at least one report from connlap_lite.analysis.analyze")
-    for i, r in enumerate(reports):
-        if not isinstance(r, dict) or not isinstance(r.get("conditions"), dict):
-            raise TypeError(f"{name}[{i}] must be a report from connlap_lite.analysis.analyze (a dict with "
-                            f"'conditions'), got {type(r).__name__}")
-        missing = [k for k in need if k not in r]
-        if missing:
-            raise ValueError(f"{name}[{i}] lacks {missing}: pass reports made by connlap_lite.analysis.analyze")
-        if "trained" not in r["conditions"]:
-            raise ValueError(f"{name}[{i}] has no 'trained' condition (conditions: {sorted(r['conditions'])}); the "
-                             "rules compare a trained model with its nulls: analyze without random_init")
-    return reports
-
-
-# ----------------------------------------------------------------------- rule 1, kept in rules_history
-_RULE1 = ("RULE_CHANGES", "e1_rule1", "e2_rule1", "scale_slope", "e3_rule1")
+# ----------------------------------------------------------------------- the rules replaced, answered here too
+_HISTORY = ("RULE_CHANGES", "e1_rule1", "e2_rule1", "scale_slope", "e3_rule1", "e1_rule2", "e1_table_rule2",
+            "e2_rule2", "e2_table_rule2", "e3_rule2")
 
 
 def __getattr__(name: str):
-    """``report.e1_rule1`` and the other first rules: read from :mod:`connlap_lite.rules_history` on first use
-    (that module reads this one, so it is imported late, not at the top)."""
-    if name in _RULE1:
-        from . import rules_history
+    """``report.e1_rule1``, ``report.e1_rule2`` and the other replaced rules: :mod:`connlap_lite.rules_history`'s."""
+    if name in _HISTORY:
         return getattr(rules_history, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_RULE1])
+    return sorted([*globals(), *_HISTORY])

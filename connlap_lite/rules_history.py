@@ -1,47 +1,249 @@
-"""The superseded first rules of E1-E3 (rule 1, replaced 2026-11-30) and the record of the change.
+"""The rules of E1-E3 that were replaced, still runnable, and the record of each change.
 
-:data:`RULE_CHANGES` says for each claim the old rule, the new one and why; the scorecard's *Rule
-changes* shows both verdicts side by side, so the first rules stay runnable here:
+:data:`RULE_CHANGES` says for each claim and date the old rule, the new one and why; the scorecard's
+*Rule changes* (:func:`connlap_lite.scorecard.rule_changes`) shows old and new verdicts side by side.
+
+Rule 1 (registered with the first measurements, replaced 2026-11-30):
 
 ``e1_rule1(report)``               rho < 0 with p < 0.05 over the layer means; late mean below seeds 0 and 1;
 ``e2_rule1(report)``               heads below the Gaussian heads and the lower seed; data below the lower seed;
 ``scale_slope(reports, metric)``   rule 1's fit: raw late value against log10(total parameters);
 ``e3_rule1(reports, metric)``      that slope's interval below 0 holds, above 0 does not.
 
-The rules in force, and the reading helpers these use, are in :mod:`connlap_lite.report`, which also
-answers every name here (``report.e1_rule1``, ``report.RULE_CHANGES``).
+Rule 2 (registered 2026-11-30, replaced 2026-12-01), as it was registered (1000 draws, the seeds as fixed
+values, one null's denominator per null), except that a non-finite value now gives "undefined":
+
+``e1_table_rule2`` / ``e1_rule2``  rho below 0 and below every seed's rho; late mean below every null;
+``e2_table_rule2`` / ``e2_rule2``  heads below the Gaussian heads and every seed; data below the data nulls;
+``e3_rule2``                       the late gap to the mean of the seeds against size, within one family.
+
+The rules in force are :mod:`connlap_lite.report`'s (which answers these names too: ``report.e1_rule2``).
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._backend import check_int
-from .report import ALPHA, E1_METRIC, _matrix, _reports, _verdict, depth_trend, late_value
+from .record import late_value, depth_trend, matrix, random_nulls
+from .stats import _draws, _interval, _p_win, _rhos
+from .verdicts import ALPHA, check_reports, combine, decide
+
+E1_METRIC = "tv_norm_nosink"
+INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
 
 RULE_CHANGES = [
-    {"date": "2026-11-30", "claim": "E1",
+    {"date": "2026-11-30", "claim": "E1", "from": 1, "to": 2,
      "old": "rho < 0 with p < 0.05 over the layer means; late mean below the random-init seeds 0 and 1",
      "new": "rho below 0 and below every random-init seed's rho, and late mean below every null (five seeds, "
             "shuffled, cross-passage, positional), paired passage bootstrap, Holm across the table",
      "why": "random-init curves alone reach |rho| near 0.9, the layer means are not independent points, and "
             "the near-uniform random-init null is beaten by construction"},
-    {"date": "2026-11-30", "claim": "E2",
+    {"date": "2026-11-30", "claim": "E2", "from": 1, "to": 2,
      "old": "mean head defect below the Gaussian heads and the lower random-init seed; data defect below "
             "the lower random-init seed on its own inputs",
      "new": "the same for the heads, with five seeds and a bootstrap over heads; the data defect (sink tokens "
             "left out) against random-init and Gaussian transports on the trained model's own inputs",
      "why": "the random-init twin's own inputs collapse with depth, which flatters the trained model"},
-    {"date": "2026-11-30", "claim": "E3",
+    {"date": "2026-11-30", "claim": "E3", "from": 1, "to": 2,
      "old": "slope of the raw late value against log10(total parameters) across families, passages resampled",
      "new": "slope of the trained-minus-null gap against log10(non-embedding parameters), within one family; "
             "not testable below three sizes of a family",
      "why": "the random-init nulls also move with size, the x-axis choice flipped verdicts, and leaving one "
             "model out flipped the sign: across families, size and architecture are confounded"},
+    {"date": "2026-12-01", "claim": "E1", "from": 2, "to": 3,
+     "old": "rho below 0 and below every seed's rho; late mean below every null; 1000 draws",
+     "new": "the margin over the strongest passage-level null (shuffled, cross-passage, positional) grows from "
+            "the first to the last third of the layers, and the late mean is below every passage-level null "
+            "(paired bootstrap) and below the random-init seeds as units (Student's t over seeds); enough draws "
+            "for the family (stats.draws_for); 'insufficient data' below 8 passages or 3 seeds; 'undefined' on "
+            "a non-finite value; 'consecutive layers share input-specific structure at every depth' reported "
+            "beside the verdict as its own finding",
+     "why": "a late level that beats every null is similarity, not convergence (early layers beat the nulls too); "
+            "54 p-values with 1000 draws could not pass (54/1001 > 0.05); 'below every seed' has size 1/(k+1); "
+            "a NaN counted as a win"},
+    {"date": "2026-12-01", "claim": "E2", "from": 2, "to": 3,
+     "old": "mean head defect below the Gaussian heads and below every seed (bootstrap over heads, seeds fixed)",
+     "new": "below the Gaussian heads (bootstrap over heads) and below the random-init seeds as units (Student's "
+            "t over seeds); the data condition as before; enough draws; 'insufficient data' and 'undefined' as for E1",
+     "why": "five fixed seeds are five draws, not a known distribution; a NaN head counted as a win"},
+    {"date": "2026-12-01", "claim": "E3", "from": 2, "to": 3,
+     "old": "gap to the mean of the random-init seeds; the slope's interval from resampled passages only",
+     "new": "gap to the metric's strongest registered null (for the E1 metric the passage-level nulls, for the head "
+            "defect the Gaussian heads or the seeds' mean); within one family of at least three sizes, holds only if "
+            "the passage interval, the model-level jackknife interval and every leave-one-model-out slope are below 0",
+     "why": "the random-init null is beaten by construction (the slope changed sign against the shuffled null); "
+            "an interval from passages alone ignores the variation between models"},
 ]
 
 
+# ----------------------------------------------------------------------- rule 2, E1 (registered 2026-11-30)
+def e1_nulls_rule2(report: dict, metric: str = E1_METRIC) -> dict[str, np.ndarray]:
+    """Every registered null of E1 for ``metric`` as ``(layers, passages)`` arrays, by display name."""
+    c = report["conditions"]
+    out = {name: matrix(report, metric, name) for name in random_nulls(report)}
+    if "shuffled" in c:
+        out["shuffled"] = matrix(report, metric, "shuffled")
+    if metric == E1_METRIC:
+        for name, key in INNER_NULLS.items():
+            if key in c["trained"]:
+                out[name] = matrix(report, key, "trained")
+    return out
+
+
+def e1_evidence_rule2(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """The numbers behind E1 on one model, before the table's multiplicity correction."""
+    trained = matrix(report, metric, "trained")
+    nulls = e1_nulls_rule2(report, metric)
+    seeds = [n for n in nulls if n.startswith("random")]
+    if not seeds:
+        raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
+    L, B = trained.shape
+    idx = _draws(B, n_boot, seed)
+    boot = lambda a: a[:, idx].mean(-1).T                    # noqa: E731  (n_boot, layers)
+    rho_b = _rhos(boot(trained))
+    null_rho_b = np.stack([_rhos(boot(nulls[s])) for s in seeds])           # (seeds, n_boot)
+    rho = float(_rhos(trained.mean(1)[None])[0])
+    null_rho = {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds}
+    # (a) an intersection of two one-sided tests: rho < 0 and rho < every seed's rho; its p is the larger
+    p_trend = max(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0)))
+    k = max(1, math.ceil(L / 3))
+    late_t = trained[-k:].mean(0)
+    late_n = {n: v[-max(1, math.ceil(len(v) / 3)):].mean(0) for n, v in nulls.items()}
+    t_b = late_t[idx].mean(1)
+    n_b = np.stack([v[idx].mean(1) for v in late_n.values()])               # (nulls, n_boot)
+    strongest = min(late_n, key=lambda n: late_n[n].mean())
+    gap_b = t_b - late_n[strongest][idx].mean(1)
+    return {"claim": "E1", "model": report["model"], "metric": metric,
+            "rho": rho, "rho_interval": _interval(rho_b), "null_rho": null_rho,
+            "late_trained": float(late_t.mean()), "late_interval": _interval(t_b),
+            "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
+            "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
+            "gap_interval": _interval(gap_b),
+            "p_trend": p_trend, "p_level": _p_win(t_b - n_b.min(0))}
+
+
+def e1_table_rule2(reports: list[dict], metric=E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """E1 on every model of ``reports``: the evidence, Holm-corrected p-values and each model's verdict.
+
+    ``metric`` may be a list: one row per model and metric, the Holm correction across all of them.
+    """
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    rows = [e1_evidence_rule2(r, m, n_boot=n_boot, seed=seed) for r in check_reports(reports) for m in metrics]
+    return decide(rows, ("p_trend", "falls"), ("p_level", "below_nulls"))
+
+
+def e1_rule2(report: dict, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """E1 on one model (a table of one: Holm over its two conditions)."""
+    return e1_table_rule2([report], metric, n_boot=n_boot, seed=seed)[0]
+
+
+# ----------------------------------------------------------------------- rule 2, E2
+def e2_evidence_rule2(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> dict:
+    """The numbers behind E2 on one model, before the table's multiplicity correction.
+
+    ``heads_metric="head_defect_gain"`` is the ablation with the pre-attention norm's gain folded into the
+    trained heads (the nulls' gains are one, so their defects are unchanged).
+    """
+    seeds = random_nulls(report)
+    if not seeds:
+        raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
+    flat = lambda m, c: matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
+    heads = flat(heads_metric, "trained")
+    head_nulls = {"Gaussian heads": flat("head_defect_gaussian", "trained"),
+                  **{s: flat("head_defect", s) for s in seeds}}
+    idx = _draws(len(heads), n_boot, seed)
+    p_heads = _p_win(heads[idx].mean(1) - np.stack([v[idx].mean(1) for v in head_nulls.values()]).min(0))
+    per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
+    data = per_passage("data_defect_nosink")
+    data_nulls = {"random-init transports": per_passage("data_defect_cross"),
+                  "Gaussian transports": per_passage("data_defect_gaussian")}
+    jdx = _draws(len(data), n_boot, seed + 1)
+    d_b = data[jdx].mean(1)
+    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0))
+    strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
+    strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
+    return {"claim": "E2", "model": report["model"],
+            "head_defect": float(heads.mean()), "head_interval": _interval(heads[idx].mean(1)),
+            "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
+            "data_defect": float(data.mean()), "data_interval": _interval(d_b),
+            "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
+            "p_heads": p_heads, "p_data": p_data}
+
+
+def e2_table_rule2(reports: list[dict], *, n_boot: int = 1000, seed: int = 0,
+                   heads_metric: str = "head_defect") -> list[dict]:
+    """E2 on every model of ``reports``: evidence, Holm-corrected p-values and each model's verdict."""
+    rows = [e2_evidence_rule2(r, n_boot=n_boot, seed=seed, heads_metric=heads_metric) for r in check_reports(reports)]
+    return decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"))
+
+
+def e2_rule2(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """E2 on one model (a table of one)."""
+    return e2_table_rule2([report], n_boot=n_boot, seed=seed)[0]
+
+
+# ----------------------------------------------------------------------- rule 2, E3
+def gap_rule2(report: dict, metric: str) -> np.ndarray:
+    """Per-unit late-layer gap: trained minus the mean of the random-init seeds (paired by passage or head)."""
+    seeds = random_nulls(report)
+    if not seeds:
+        raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
+    return late_value(report, metric) - np.mean([late_value(report, metric, s) for s in seeds], axis=0)
+
+
+def _slope(x, y) -> float:
+    return float(np.polyfit(x, y, 1)[0]) if len(set(np.round(x, 12))) > 1 else float("nan")
+
+
+def e3_rule2(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
+    """E3 for one structure's models and one metric: the gap against size, within and across families."""
+    reports = check_reports(reports, need=("model", "family", "non_embedding_parameters"))
+    bad = [i for i, r in enumerate(reports) if isinstance(r["non_embedding_parameters"], bool) or not
+           isinstance(r["non_embedding_parameters"], (int, float, np.number)) or not r["non_embedding_parameters"] > 0]
+    if bad:
+        raise ValueError(f"reports[{bad[0]}]'s non_embedding_parameters must be positive, got "
+                         f"{reports[bad[0]]['non_embedding_parameters']!r}")
+    samples = [gap_rule2(r, metric) for r in reports]
+    rng = np.random.default_rng(seed)
+    boots = np.array([[s[rng.integers(0, len(s), len(s))].mean() for s in samples] for _ in range(n_boot)])
+    x = np.log10([r["non_embedding_parameters"] for r in reports])
+    y = np.array([s.mean() for s in samples])
+    models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi),
+               "interval": _interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
+               "groups": r.get("groups"), "d": r.get("d")} for i, (r, xi, yi) in enumerate(zip(reports, x, y))]
+    families: dict[str, list[int]] = {}
+    for i, r in enumerate(reports):
+        families.setdefault(r["family"], []).append(i)
+    within, steps = {}, []
+    for fam, ix in families.items():
+        sizes = sorted(ix, key=lambda i: x[i])
+        if len({round(x[i], 6) for i in ix}) >= 3:
+            b = [_slope(x[sizes], boots[k, sizes]) for k in range(n_boot)]
+            lo, hi = _interval(np.array(b))
+            within[fam] = {"slope": _slope(x[sizes], y[sizes]), "interval": (lo, hi),
+                           "verdict": "holds" if hi < 0 else "does not hold" if lo > 0 else "inconclusive"}
+        for a, b in zip(sizes, sizes[1:]):
+            d = boots[:, b] - boots[:, a]
+            steps.append({"family": fam, "from": reports[a]["model"], "to": reports[b]["model"],
+                          "change": float(y[b] - y[a]), "interval": _interval(d)})
+    verdicts = {w["verdict"] for w in within.values()}
+    verdict = "not testable" if not verdicts else verdicts.pop() if len(verdicts) == 1 else "partly"
+    across = None
+    if len(reports) >= 3 and len(set(np.round(x, 6))) >= 2:
+        b = [_slope(x, boots[k]) for k in range(n_boot)]
+        across = {"slope": _slope(x, y), "interval": _interval(np.array(b)),
+                  "leave_one_out": {reports[i]["model"]: _slope(np.delete(x, i), np.delete(y, i))
+                                    for i in range(len(reports))}}
+    return {"claim": "E3", "metric": metric, "n_models": len(reports), "models": models, "within": within,
+            "steps": steps, "across": across, "verdict": verdict}
+
+
+
+# ----------------------------------------------------------------------- rule 1 (replaced 2026-11-30)
 def e1_rule1(report: dict, metric: str = E1_METRIC) -> dict:
     """E1 by the first rule: rho < 0 with p < 0.05 over the layer means; late mean below seeds 0 and 1."""
     c = report["conditions"]
@@ -53,7 +255,7 @@ def e1_rule1(report: dict, metric: str = E1_METRIC) -> dict:
     null = min(float(np.mean(late_value(report, metric, n))) for n in nulls)
     falls, below = rho < 0 and p < ALPHA, trained < null
     return {"model": report["model"], "rho": rho, "p": p, "late_trained": trained, "late_null": null,
-            "falls": falls, "below_null": below, "verdict": _verdict(falls, below)}
+            "falls": falls, "below_null": below, "verdict": combine(falls, below)}
 
 
 def e2_rule1(report: dict) -> dict:
@@ -62,19 +264,19 @@ def e2_rule1(report: dict) -> dict:
     nulls = [n for n in ("random0", "random1") if n in c]
     if not nulls:
         raise ValueError(f"report on {report.get('model')!r} has no random0/random1 null")
-    mean = lambda m, cond: float(np.mean(_matrix(report, m, cond)))      # noqa: E731
+    mean = lambda m, cond: float(np.mean(matrix(report, m, cond)))      # noqa: E731
     head, gauss = mean("head_defect", "trained"), mean("head_defect_gaussian", "trained")
     rand_head = min(mean("head_defect", n) for n in nulls)
     data, rand_data = mean("data_defect", "trained"), min(mean("data_defect", n) for n in nulls)
     a, b = head < min(gauss, rand_head), data < rand_data
     return {"model": report["model"], "head_defect": head, "gaussian_null": gauss, "random_head": rand_head,
             "data_defect": data, "random_data": rand_data, "heads_below_nulls": a, "data_below_null": b,
-            "verdict": _verdict(a, b)}
+            "verdict": combine(a, b)}
 
 
 def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
     """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled."""
-    reports = _reports(reports, need=("parameters",))
+    reports = check_reports(reports, need=("parameters",))
     bad = [i for i, r in enumerate(reports) if isinstance(r["parameters"], bool)
            or not isinstance(r["parameters"], (int, float, np.number)) or not r["parameters"] > 0]
     if bad:

@@ -12,19 +12,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from .report import _reports, e1_table, e2_table, e3, resample
+from . import rules_history as H
+from .report import e1_table, e2_table, e3, resample
+from .verdicts import check_reports
 
 E3_METRICS = ("tv_norm_nosink", "head_defect")
 
 
 def _combine(verdicts: list[str]) -> str:
-    """All models agree -> that verdict; otherwise 'partly' (mixed across models)."""
-    return verdicts[0] if len(set(verdicts)) == 1 else "partly"
+    """One structure's verdict from its models': "undefined" if any model's is; else, over the models with
+    enough data, their common verdict or "partly" (mixed); "insufficient data" if no model has enough.
+
+    >>> _combine(["holds", "holds"]), _combine(["holds", "partly"]), _combine(["holds", "insufficient data"])
+    ('holds', 'partly', 'holds')
+    >>> _combine(["holds", "undefined"]), _combine(["insufficient data"])
+    ('undefined', 'insufficient data')
+    """
+    if "undefined" in verdicts:
+        return "undefined"
+    decided = [v for v in verdicts if v != "insufficient data"]
+    if not decided:
+        return "insufficient data"
+    return decided[0] if len(set(decided)) == 1 else "partly"
 
 
 def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """One row per claim and structure: the rule's verdict, the metric, the models and the numbers."""
-    reports = _reports(reports, need=("model", "encoder", "family", "non_embedding_parameters"))
+    reports = check_reports(reports, need=("model", "encoder", "family", "non_embedding_parameters"))
     rows = []
     for structure, is_enc in (("encoder", True), ("decoder", False)):
         group = [r for r in reports if r["encoder"] == is_enc]
@@ -33,7 +47,8 @@ def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list
         names = [r["model"] for r in group]
         e1s, e2s = e1_table(group, n_boot=n_boot, seed=seed), e2_table(group, n_boot=n_boot, seed=seed)
         rows.append({"claim": "E1", "structure": structure, "metric": "tv_norm_nosink", "models": names,
-                     "per_model": e1s, "verdict": _combine([x["verdict"] for x in e1s])})
+                     "per_model": e1s, "verdict": _combine([x["verdict"] for x in e1s]),
+                     "shares_structure": [x["model"] for x in e1s if x["shares_structure"]]})
         rows.append({"claim": "E2", "structure": structure, "metric": "head_defect, data_defect_nosink",
                      "models": names, "per_model": e2s, "verdict": _combine([x["verdict"] for x in e2s])})
         for metric in E3_METRICS:
@@ -63,15 +78,92 @@ def robustness(reports: list[dict], rows: list[dict] | None = None, *, resamples
     return {key: n / resamples for key, n in same.items()}
 
 
+def _nulls_of(row: dict) -> set:
+    """The registered nulls a scorecard row's verdict was measured against (per model, by display name)."""
+    if row["claim"] == "E3":
+        return {(m["model"], m["null"]) for m in row["models"]}
+    key = "late_nulls" if row["claim"] == "E1" else "head_nulls"
+    extra = "data_nulls" if row["claim"] == "E2" else key
+    return {(x["model"], n) for x in row["per_model"] for n in (*x[key], *x[extra])}
+
+
 def by_corpus(rows: list[dict], corpora: dict[str, list[dict]], *, n_boot: int = 1000) -> dict[tuple, dict]:
     """Each row's verdict on every corpus in ``corpora`` (``{corpus: reports}``): ``{(claim, structure,
-    metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there."""
+    metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there, and
+    one whose models were measured there against other nulls than in ``rows`` (fewer seeds, no shuffled
+    passages, another null for E3's gap) says "not comparable": a verdict against weaker nulls is not a
+    difference between corpora."""
     out = {_key(r): {} for r in rows}
+    mine = {_key(r): _nulls_of(r) for r in rows}
     for name, reports in corpora.items():
         for row in scorecard(reports, n_boot=n_boot):
             if _key(row) in out:
-                out[_key(row)][name] = row["verdict"]
+                same = {(m, n) for m, n in mine[_key(row)] if m in {m for m, _ in _nulls_of(row)}} == _nulls_of(row)
+                out[_key(row)][name] = row["verdict"] if same else "not comparable"
     return out
+
+
+def _structures(reports):
+    for structure, is_enc in (("encoder", True), ("decoder", False)):
+        group = [r for r in reports if r["encoder"] == is_enc]
+        if group:
+            yield structure, group
+
+
+def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
+    """Every verdict that rule ``rule`` (1, 2 or the rule in force, 3) gives on ``reports``: per model for E1 and
+    E2, ``{(claim, model): verdict}``; per structure and metric for E3, ``{("E3", structure, metric): verdict}``."""
+    out = {}
+    for structure, group in _structures(reports):
+        if rule == 1:
+            e1s = [{"model": r["model"], **H.e1_rule1(r)} for r in group]
+            e2s = [{"model": r["model"], **H.e2_rule1(r)} for r in group]
+            e3s = {m: H.e3_rule1(group, m)["verdict"] for m in E3_METRICS}
+        elif rule == 2:
+            e1s, e2s = H.e1_table_rule2(group), H.e2_table_rule2(group)
+            e3s = {m: H.e3_rule2(group, m)["verdict"] for m in E3_METRICS}
+        else:
+            e1s, e2s = e1_table(group), e2_table(group)
+            e3s = {m: e3(group, m)["verdict"] for m in E3_METRICS}
+        out.update({("E1", x["model"]): x["verdict"] for x in e1s})
+        out.update({("E2", x["model"]): x["verdict"] for x in e2s})
+        out.update({("E3", structure, m): v for m, v in e3s.items()})
+    return out
+
+
+def rule_changes(reports: list[dict]) -> list[dict]:
+    """Every dated rule change (:data:`connlap_lite.rules_history.RULE_CHANGES`) with the old and the new rule's
+    verdicts on ``reports`` side by side: each change's row gains ``verdicts``, ``{key: (old, new)}`` (keys as in
+    :func:`_verdicts_by_rule`, for that change's claim)."""
+    reports = check_reports(reports, need=("model", "encoder", "family", "non_embedding_parameters", "parameters"))
+    by_rule = {k: _verdicts_by_rule(reports, k) for k in {c[e] for c in H.RULE_CHANGES for e in ("from", "to")}}
+    out = []
+    for change in H.RULE_CHANGES:
+        old, new = by_rule[change["from"]], by_rule[change["to"]]
+        pairs = {k: (old[k], new[k]) for k in old if k[0] == change["claim"]}
+        out.append({**change, "verdicts": pairs})
+    return out
+
+
+def rule_changes_markdown(changes: list[dict]) -> str:
+    """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule,
+    why, and the verdicts old -> new.
+
+    Examples
+    --------
+    >>> change = {"date": "2026-12-01", "claim": "E1", "from": 2, "to": 3, "old": "a", "new": "b", "why": "c",
+    ...           "verdicts": {("E1", "m"): ("holds", "partly")}}
+    >>> print(rule_changes_markdown([change]))
+    - **E1, rule 2 -> rule 3, changed 2026-12-01.** Before: a. Now: b. Why: c.
+      Verdicts, old -> new: m: holds -> partly.
+    """
+    lines = []
+    for c in changes:
+        lines.append(f"- **{c['claim']}, rule {c['from']} -> rule {c['to']}, changed {c['date']}.** "
+                     f"Before: {c['old']}. Now: {c['new']}. Why: {c['why']}.")
+        who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in c["verdicts"].items())
+        lines.append(f"  Verdicts, old -> new: {who}.")
+    return "\n".join(lines)
 
 
 def verdict_box(rows: list[dict], claim: str, table: dict | None = None, what: str = "model-metric pairs") -> str:

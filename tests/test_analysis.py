@@ -38,31 +38,43 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
                 s = np.linalg.svd(M, compute_uv=False)[:dh]
                 eps = np.sqrt(1 - s.sum() ** 2 / (dh * (s ** 2).sum()))
                 assert abs(rep["conditions"]["trained"][key][layer][h] - eps) < 1e-6
-    # the sink mass from Hugging Face's own attention output (output_attentions=True), not our hooks
+    # the sink columns and their mass from Hugging Face's own attention output (output_attentions=True), not our
+    # hooks: a sink column receives more than SINK_MULTIPLE / n of the attention, averaged over queries and passages
     batch = passages(tok, 2, 24, seed=0)
     with torch.no_grad():
         att = model(**batch, output_attentions=True).attentions
+    n = att[0].shape[-1]
+    found = rep["sink_columns"]["trained"]
+    for layer in range(len(att)):
+        share = att[layer].double().mean(1).mean((0, 1))
+        assert found[layer] == torch.nonzero(share > 8.0 / n).flatten().tolist(), layer
+    assert any(found), "no layer of SmolLM2 has a sink on 24 tokens: the detection is broken"
     for layer in (0, 14, 29):
         P = att[layer].double().mean(1)
-        sink = P[:, 1:, 0].mean(1).numpy()
+        rows = [i for i in range(n) if i not in found[layer]]
+        sink = P[:, rows][:, :, found[layer]].sum(-1).mean(1).numpy()
         assert np.allclose(rep["conditions"]["trained"]["sink"][layer], sink, atol=1e-5)
-    # the E1 metric of the scorecard, tv_norm_nosink, by hand from the same attention: sink column 0 removed,
-    # rows renormalised (the first row, left empty, keeps a self-loop), normalised by the distance of each walk
-    # from the causal-uniform walk with the same column removed
-    n = P.shape[-1]
+    # the E1 metric of the scorecard, tv_norm_nosink, by hand from the same attention: both layers' sink columns
+    # removed, rows renormalised (a row left empty keeps a self-loop), normalised by the distance of each walk
+    # from the causal-uniform walk with the same columns removed
 
-    def drop_sink(A):
+    def drop_sink(A, cols):
         A = A.clone()
-        A[..., 0] = 0
+        A[..., cols] = 0
         mass = A.sum(-1, keepdim=True)
         return torch.where(mass > 0, A / mass.clamp_min(1e-300), torch.eye(n, dtype=A.dtype))
 
     def tv(A, B):
         return 0.5 * (A - B).abs().sum(-1).mean(-1)
 
-    U = drop_sink(torch.tril(torch.ones(n, n, dtype=torch.float64)) / torch.arange(1, n + 1)[:, None])
+    uniform = torch.tril(torch.ones(n, n, dtype=torch.float64)) / torch.arange(1, n + 1)[:, None]
     for layer in (0, 14, 28):
-        A, B = (drop_sink(att[k].double().mean(1)) for k in (layer, layer + 1))
+        cols = sorted(set(found[layer]) | set(found[layer + 1]))
+        A, B = (drop_sink(att[k].double().mean(1), cols) for k in (layer, layer + 1))
+        U = drop_sink(uniform, cols)
         by_hand = (tv(A, B) / (0.5 * (tv(A, U) + tv(B, U)))).numpy()
         assert np.allclose(rep["conditions"]["trained"]["tv_norm_nosink"][layer], by_hand, atol=1e-5)
+        # the positional null on the same yardstick: the other passage's next layer, over the trained pair's scale
+        positional = (tv(A, B.flip(0)) / (0.5 * (tv(A, U) + tv(B, U)))).numpy()
+        assert np.allclose(rep["conditions"]["trained"]["positional_tv_norm_nosink"][layer], positional, atol=1e-5)
     assert rep["head_dim"] == dh

@@ -324,7 +324,7 @@ def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
         assert reports[-1]["corpus_digest"] == digest("pydoc")
     assert len(list((cache / "measurements").glob("*.json"))) == 2
     assert reports[0]["corpus_digest"] != reports[1]["corpus_digest"]
-    assert reports[0]["conditions"]["trained"]["sink"] != reports[1]["conditions"]["trained"]["sink"]
+    assert reports[0]["conditions"]["trained"]["uniform_dist"] != reports[1]["conditions"]["trained"]["uniform_dist"]
 
 
 def test_offline_names_keep_their_cache_key():

@@ -254,7 +254,7 @@ def test_verdict_table_and_counts():
     clark = next(line for line in table if "[SEP]" in line)
     assert clark.endswith("| **not comparable** |") and "{cite}`clark2019what`" in clark
     counts = K.verdict_counts(reports).splitlines()
-    assert counts[-2] == "- **all** (18): *agree* 15, *disagree* 1, *not comparable* 2"
+    assert counts[-2] == "- **all** (18): *agree* 15, *disagree* 1, *inconclusive* 0, *not comparable* 2, *undefined* 0"
     assert counts[-1] == "- *disagree*: `toy` (training approaches doubly stochastic)"
 
 

@@ -51,9 +51,18 @@ def test_e1_holds_when_the_curve_falls_below_every_null_and_not_otherwise():
 
 
 def test_a_null_that_falls_as_fast_as_the_trained_curve_takes_the_trend_away():
+    from connlap_lite import rules_history as H
+
     r = fake()
     r["conditions"]["random3"]["tv_norm_nosink"] = r["conditions"]["trained"]["tv_norm_nosink"]
-    assert not R.e1(r)["falls"]
+    assert not H.e1_rule2(r)["falls"]                                     # rule 2: the seeds' rho
+    r = fake()
+    assert R.e1(r)["deepens"]
+    close = [[v + 0.01 for v in layer] for layer in r["conditions"]["trained"]["tv_norm_nosink"]]
+    for cond, key in (("trained", "positional_tv_norm_nosink"), ("trained", "cross_passage_tv_norm_nosink"),
+                      ("shuffled", "tv_norm_nosink")):
+        r["conditions"][cond][key] = close
+    assert not R.e1(r)["deepens"] and not R.e1(r)["falls"]                # rule 3: the margin over the nulls
 
 
 def test_holm_is_applied_across_the_table():
@@ -117,3 +126,68 @@ def test_bad_reports_get_clear_errors():
     no_null["conditions"] = {"trained": no_null["conditions"]["trained"]}
     with pytest.raises(ValueError, match="no random-init null"):
         R.e1(no_null)
+
+
+# ------------------------------------------------------------------ the Report type
+def test_report_is_validated_once_read_only_and_json_able():
+    import json
+
+    from connlap_lite.record import Report
+
+    raw = fake()
+    r = Report(raw)
+    assert r["conditions"]["trained"]["head_defect"] == raw["conditions"]["trained"]["head_defect"]
+    assert json.loads(json.dumps(r)) == json.loads(json.dumps(raw))
+    for change in (lambda: r.__setitem__("model", "x"), lambda: r["conditions"]["trained"].pop("head_defect"),
+                   lambda: r["conditions"]["trained"]["head_defect"][0].append(1.0),
+                   lambda: setattr(r, "nonfinite", [])):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    copy = r.to_dict()
+    copy["model"] = "changed"
+    assert r["model"] == "m" and isinstance(copy["conditions"]["trained"]["head_defect"], list)
+    assert R.e1(r)["verdict"] == R.e1(raw)["verdict"]                       # the rules read either
+    assert r.strongest_null("tv_norm_nosink") == "cross-passage" and r.seeds()[0] == "random0"
+    assert r.per_head().shape == (L, H) and len(r.curve("tv_norm_nosink", n_boot=50)[0]) == L - 1
+    bad = fake()
+    bad["layers"] = L + 2
+    with pytest.raises(ValueError, match=r"random0/tv_norm_nosink holds 8 per-layer lists, not 10.*more"):
+        Report(bad)
+
+
+# ------------------------------------------------------------------ the measured metrics' new parts
+def test_sinks_are_found_in_the_data():
+    import torch
+
+    from connlap_lite import metrics as M
+
+    U = M.uniform_walk(32, causal=True)
+    assert M.detect_sinks(U) == []                                          # the causal uniform walk has none
+    P = U.clone()
+    P[2:, 1] += 4.0                                                         # BOS first: the sink moves to column 1
+    P = P / P.sum(-1, keepdim=True)
+    assert M.detect_sinks(torch.stack([P, P])) == [1]
+    with pytest.raises(ValueError, match="multiple must be a positive number"):
+        M.detect_sinks(P, multiple=0)
+
+
+def test_inner_nulls_share_the_trained_steps_yardstick_and_input_dependence():
+    import torch
+
+    from connlap_lite import metrics as M
+    from connlap_lite.analysis import _step_metrics, _walk_metrics
+
+    g = torch.Generator().manual_seed(0)
+    W = torch.rand(3, 6, 6, generator=g, dtype=torch.float64).tril()
+    W = W / W.sum(-1, keepdim=True)
+    V = torch.rand(3, 6, 6, generator=g, dtype=torch.float64).tril()
+    V = V / V.sum(-1, keepdim=True)
+    out = _step_metrics(W, V, [0], True)
+    Wn, Vn = M.without_sinks(W, [0]), M.without_sinks(V, [0])
+    scale = M.uniform_scale(Wn, Vn, True, [0])
+    assert torch.allclose(out["cross_passage_tv_norm_nosink"], M.walk_distance(Wn, Vn.roll(-1, 0)) / scale)
+    assert torch.allclose(out["tv_norm_nosink"], M.normalised_walk_distance(Wn, Vn, True, [0]))
+    assert set(out) >= {"cross_passage_tv_norm", "positional_tv_norm"}        # the sinks-kept ablation's nulls
+    same = _walk_metrics(W[:1].expand(3, 6, 6).clone(), [0])["input_dependence_nosink"]
+    assert torch.allclose(same, torch.zeros(3, dtype=torch.float64))        # one walk for every input: 0
+    assert bool((_walk_metrics(W, [0])["input_dependence_nosink"] > 0).all())

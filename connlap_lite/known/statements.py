@@ -4,14 +4,16 @@ Chapter: *Known results, reproduced*.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .. import metrics as M
+from ..stats import bootstrap_ci
 from .sinks import INPUTS, middle_layers
 
 PROPOSITION_TOL = 1e-4    # float32 rounding through a few dozen layers stays far below this (the chapter shows it)
 COLLAPSE = 0.1            # "collapsed": the residual from rank one fell below this fraction of the input's
-VERDICTS = ("agree", "disagree", "not comparable")
+VERDICTS = ("agree", "disagree", "inconclusive", "not comparable", "undefined")
 
 
 def _mean(values) -> float:
@@ -37,7 +39,7 @@ def interval(diff: torch.Tensor, n_boot: int = 1000) -> tuple[float, float, floa
 
     Chapter: *Known results, reproduced*.
     """
-    m, lo, hi = M.bootstrap_ci(diff, n_boot=n_boot)
+    m, lo, hi = bootstrap_ci(diff, n_boot=n_boot)
     return float(m), float(lo), float(hi)
 
 
@@ -79,10 +81,31 @@ def _row(report, key, verdict, trained, null, tested=None) -> dict:
             "trained": trained, "null": null, "tested": tested or [], "verdict": verdict}
 
 
-def _above(diff: torch.Tensor) -> tuple[bool, list]:
-    """Whether the 95% interval of the mean of ``diff`` lies above 0, and ``[mean, lo, hi]``."""
-    m, lo, hi = interval(diff)
-    return lo > 0, [m, lo, hi]
+def _tested(diff: torch.Tensor) -> list:
+    """``[mean, lo, hi]``: the mean of ``diff`` over passages and its 95% interval."""
+    return list(interval(diff))
+
+
+def side(tested) -> str:
+    """The verdict on one published "greater than" from ``[mean, lo, hi]`` of its difference: **agree** if the
+    95% interval lies above 0, **disagree** if it lies below 0, **inconclusive** if it holds 0, **undefined** if
+    any of the three is not finite.
+
+    >>> side([0.3, 0.1, 0.5]), side([-0.3, -0.5, -0.1]), side([0.1, -0.1, 0.3]), side([float("nan")] * 3)
+    ('agree', 'disagree', 'inconclusive', 'undefined')
+    """
+    m, lo, hi = (float(v) for v in tested)
+    if not all(math.isfinite(v) for v in (m, lo, hi)):
+        return "undefined"
+    return "agree" if lo > 0 else "disagree" if hi < 0 else "inconclusive"
+
+
+def _both(a: str, b: str) -> str:
+    """Two parts of one statement: undefined if either is, disagree if either disagrees, agree if both agree."""
+    for v in ("undefined", "disagree", "inconclusive"):
+        if v in (a, b):
+            return v
+    return "agree"
 
 
 def verdicts(report: dict) -> list[dict]:
@@ -91,9 +114,13 @@ def verdicts(report: dict) -> list[dict]:
     Every comparison is made passage by passage: the rule looks at the mean over passages of a
     per-passage difference and its 95% bootstrap interval (:func:`interval`). A published statement that
     one quantity exceeds another (or a threshold) **agrees** when that interval lies entirely on the
-    published side of 0, and **disagrees** otherwise; Gu et al.'s ordering allows ties (>=), so it
-    agrees unless one of its steps is reversed beyond the noise (an interval entirely below 0). A
-    statement is **not comparable** where the model lacks what it is about. The statements:
+    published side of 0, **disagrees** when it lies entirely on the other side, and is **inconclusive**
+    when it holds 0 (:func:`side`; a statement of two parts agrees only if both do); Gu et al.'s ordering
+    allows ties (>=), so it agrees unless one of its steps is reversed beyond the noise (an interval
+    entirely below 0). A statement is **not comparable** where the model lacks what it is about, and
+    **undefined** where a number it compares is not finite.  On per-passage differences of unit spread
+    over 16 passages, "agree" comes in at most 5% of draws without an effect and in at least 80% with an
+    effect of one spread (``tests/test_rules.py``). The statements:
 
     - ``sink_order``: natural - random and random - repeated sink rates (ordering, ties allowed);
     - ``sink_repeated``: agree if the repeated-token sink rate is 0 in every passage (exact); not
@@ -134,7 +161,9 @@ def verdicts(report: dict) -> list[dict]:
     rate0 = [_mean(z[i]["rate"]) for i in INPUTS]
     steps = [interval(rate["natural"] - rate["random"]), interval(rate["random"] - rate["repeated"])]
     reversed_ = any(hi < 0 for _, _, hi in steps)
-    rows.append(_row(report, "sink_order", "disagree" if reversed_ else "agree",
+    order = ("undefined" if not all(math.isfinite(v) for s in steps for v in s) else
+             "disagree" if reversed_ else "agree")
+    rows.append(_row(report, "sink_order", order,
                      [float(rate[i].mean()) for i in INPUTS], rate0, [list(s) for s in steps]))
     zero = bool((rate["repeated"] == 0).all())
     rows.append(_row(report, "sink_repeated", "not comparable" if absolute else ("agree" if zero else "disagree"),
@@ -147,29 +176,29 @@ def verdicts(report: dict) -> list[dict]:
     if encoder:
         mid = middle_layers(L)
         sep, sep0 = _passages(nat["mass_last"], mid), _passages(rnd["mass_last"], mid)
-        ok, tested = _above(sep - 0.5)
-        rows.append(_row(report, "clark_sep", "agree" if ok else "disagree", float(sep.mean()), float(sep0.mean()),
+        tested = _tested(sep - 0.5)
+        rows.append(_row(report, "clark_sep", side(tested), float(sep.mean()), float(sep0.mean()),
                          [tested]))
     else:
         rows.append(_row(report, "clark_sep", "not comparable", None, None))
     weight, norm = _passages(nat["mass_sinks"]), _passages(nat["norm_sinks"])
-    ok, tested = _above(0.5 * weight - norm)
-    rows.append(_row(report, "kobayashi_norm", "agree" if ok else "disagree",
+    tested = _tested(0.5 * weight - norm)
+    rows.append(_row(report, "kobayashi_norm", side(tested),
                      [float(weight.mean()), float(norm.mean())], [_mean(rnd["mass_sinks"]), _mean(rnd["norm_sinks"])],
                      [tested]))
 
     walk, state = torch.tensor(nat["walk_residual"]), torch.tensor(nat["state_residual"])
     walk0, state0 = torch.tensor(rnd["walk_residual"]), torch.tensor(rnd["state_residual"])
-    ok, tested = _above(COLLAPSE * walk[0] - walk[-1])
-    rows.append(_row(report, "dong_walks", "agree" if ok else "disagree", [float(walk[0].mean()), float(walk[-1].mean())],
+    tested = _tested(COLLAPSE * walk[0] - walk[-1])
+    rows.append(_row(report, "dong_walks", side(tested), [float(walk[0].mean()), float(walk[-1].mean())],
                      [float(walk0[0].mean()), float(walk0[-1].mean())], [tested]))
-    ok, tested = _above(state[-1] - COLLAPSE * state[0])
-    rows.append(_row(report, "dong_skip", "agree" if ok else "disagree", [float(state[0].mean()), float(state[-1].mean())],
+    tested = _tested(state[-1] - COLLAPSE * state[0])
+    rows.append(_row(report, "dong_skip", side(tested), [float(state[0].mean()), float(state[-1].mean())],
                      [float(state0[0].mean()), float(state0[-1].mean())], [tested]))
 
     col, col0 = _passages(nat["column_defect"]), _passages(rnd["column_defect"])
-    ok, tested = _above(col0 - col)
-    rows.append(_row(report, "sinkformer", "not comparable" if not encoder else ("agree" if ok else "disagree"),
+    tested = _tested(col0 - col)
+    rows.append(_row(report, "sinkformer", "not comparable" if not encoder else side(tested),
                      float(col.mean()), float(col0.mean()), [tested]))
 
     if not nat["head_tv2"]:                                   # fewer than three layers: no pair two apart
@@ -177,9 +206,9 @@ def verdicts(report: dict) -> list[dict]:
         return rows
     adj, two = _passages(nat["head_tv"]), _passages(nat["head_tv2"])
     tvn, tvn0 = _passages(nat["tv_norm"]), _passages(rnd["tv_norm"])
-    ok_a, tested_a = _above(two - adj)
-    ok_b, tested_b = _above(tvn0 - tvn)
-    rows.append(_row(report, "reuse", "agree" if ok_a and ok_b else "disagree",
+    tested_a = _tested(two - adj)
+    tested_b = _tested(tvn0 - tvn)
+    rows.append(_row(report, "reuse", _both(side(tested_a), side(tested_b)),
                      [float(adj.mean()), float(two.mean()), float(tvn.mean())],
                      [_mean(rnd["head_tv"]), _mean(rnd["head_tv2"]), float(tvn0.mean())], [tested_a, tested_b]))
     return rows
@@ -266,7 +295,7 @@ def verdict_counts(reports: list[dict]) -> str:
     - **Rank collapse** (2 statement-model pairs): *agree* 2
     - **Doubly stochastic** (1 statement-model pairs): *disagree* 1
     - **Consecutive layers** (1 statement-model pairs): *agree* 1
-    - **all** (9): *agree* 8, *disagree* 1, *not comparable* 0
+    - **all** (9): *agree* 8, *disagree* 1, *inconclusive* 0, *not comparable* 0, *undefined* 0
     - *disagree*: `toy` (training approaches doubly stochastic)
 
     Chapter: *Known results, reproduced*.

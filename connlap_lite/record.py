@@ -1,0 +1,338 @@
+"""The measurement record: its shape, and the read-only :class:`Report` that holds one.
+
+:func:`connlap_lite.analysis.analyze` writes a record by the names here and every rule reads it through
+them, so a metric's name, its unit of resampling, its layer separation and its registered nulls are
+stated once:
+
+``WALK_METRICS`` ... ``DATA_METRICS``   the metric names, by the kind of quantity;
+``UNITS``                                the unit each metric's per-layer list holds (passage, head, edge passage);
+``separation(metric)``                   how many layers apart its two walks are (its list has ``layers - k`` entries);
+``NULLS``                                the registered nulls of the metrics the rules test, by display name;
+``Report``                               a record validated once, read-only, with the reading methods.
+
+The reading functions (:func:`values_of`, :func:`layer_means`, :func:`layer_curve`, :func:`depth_trend`,
+:func:`late`, :func:`late_value`, :func:`random_nulls`, :func:`matrix`) take a :class:`Report` or a plain
+dict of the same shape (a report read back from JSON); :class:`Report`'s methods are the same functions.
+
+Chapters: *E1*, *E2*, *E3*, *Scorecard*.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# ----------------------------------------------------------------------- the names, by kind
+WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink", "input_dependence_nosink"]
+STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink",
+                "cross_passage_tv_norm_nosink", "positional_tv_norm_nosink",
+                "cross_passage_tv_norm", "positional_tv_norm"]
+SEPARATIONS = (2, 3, 4)   # layer l against l + k: sep<k>_tv_norm_nosink has layers - k per-layer lists
+SEP_METRICS = [f"sep{k}_tv_norm_nosink" for k in SEPARATIONS]
+HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
+DATA_METRICS = ["data_defect", "edge_defect", "data_defect_nosink", "data_defect_cross", "data_defect_gaussian"]
+# metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
+PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "data_defect_nosink",
+                                                              "data_defect_cross", "data_defect_gaussian"]
+UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS},
+         "edge_defect": "edge passage"}
+
+# The registered nulls of each tested metric: display name -> (condition, key). "random<k>" (every
+# random-init seed, the same key) and "shuffled" are whole-model conditions; the rest live in "trained".
+# A metric not listed has the random-init seeds and its shuffled passages.
+NULLS = {
+    "tv_norm_nosink": {"shuffled": ("shuffled", "tv_norm_nosink"),
+                       "cross-passage": ("trained", "cross_passage_tv_norm_nosink"),
+                       "positional": ("trained", "positional_tv_norm_nosink")},
+    "tv_norm": {"shuffled": ("shuffled", "tv_norm"), "cross-passage": ("trained", "cross_passage_tv_norm"),
+                "positional": ("trained", "positional_tv_norm")},
+    "input_dependence_nosink": {"shuffled": ("shuffled", "input_dependence_nosink")},
+    "head_defect": {"Gaussian heads": ("trained", "head_defect_gaussian")},
+    "head_defect_gain": {"Gaussian heads": ("trained", "head_defect_gaussian")},
+    "data_defect_nosink": {"random-init transports": ("trained", "data_defect_cross"),
+                           "Gaussian transports": ("trained", "data_defect_gaussian")},
+}
+# the null of each tested metric that the random-init seeds give (the same key in every random<k> condition)
+SEED_NULL = {"tv_norm_nosink": "tv_norm_nosink", "tv_norm": "tv_norm", "head_defect": "head_defect",
+             "head_defect_gain": "head_defect", "input_dependence_nosink": "input_dependence_nosink"}
+
+
+def separation(metric: str) -> int:
+    """How many layers apart a metric's two walks are: 0 per layer, 1 for a step, k for ``sep<k>_...``.
+
+    >>> separation("sink"), separation("tv_norm_nosink"), separation("sep3_tv_norm_nosink")
+    (0, 1, 3)
+    """
+    if metric in STEP_METRICS:
+        return 1
+    if metric in SEP_METRICS:
+        return int(metric[3:metric.index("_")])
+    return 0
+
+
+# ----------------------------------------------------------------------- read-only containers
+class _ReadOnly:
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a Report is read-only: copy it first (report.to_dict()) to change it")
+
+    __setitem__ = __delitem__ = __iadd__ = __ior__ = _refuse
+
+
+class _List(_ReadOnly, list):
+    """A list that refuses changes (equal to the list it was made from, and JSON-able)."""
+    append = extend = insert = pop = remove = clear = sort = reverse = __imul__ = _ReadOnly._refuse
+
+    def __reduce__(self):
+        return list, (list(self),)
+
+
+class _Dict(_ReadOnly, dict):
+    """A dict that refuses changes (equal to the dict it was made from, and JSON-able)."""
+    update = pop = popitem = clear = setdefault = _ReadOnly._refuse
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
+def _freeze(x):
+    if isinstance(x, dict):
+        return _Dict({k: _freeze(v) for k, v in x.items()})
+    if isinstance(x, (list, tuple)):
+        return _List(_freeze(v) for v in x)
+    return x
+
+
+def _thaw(x):
+    if isinstance(x, dict):
+        return {k: _thaw(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_thaw(v) for v in x]
+    return x
+
+
+# ----------------------------------------------------------------------- validation
+def problems(record) -> list[str]:
+    """Why ``record`` is not a measurement record (an empty list if it is): its shape, checked once.
+
+    Every condition's metric must hold ``layers - separation(metric)`` non-empty per-layer lists of numbers
+    (when the record states its ``layers``).
+
+    >>> problems({"model": "m", "layers": 2, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}})
+    []
+    >>> problems({"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}})
+    ['trained/sink holds 2 per-layer lists, not 3']
+    """
+    if not isinstance(record, dict):
+        return [f"it is a {type(record).__name__}, not a dict"]
+    conditions, layers = record.get("conditions"), record.get("layers")
+    if not isinstance(conditions, dict) or not conditions:
+        return ["it has no conditions"]
+    out = []
+    for cond, values in conditions.items():
+        if not isinstance(values, dict):
+            out.append(f"condition {cond!r} is a {type(values).__name__}, not a dict of metrics")
+            continue
+        for metric, per_layer in values.items():
+            if not isinstance(per_layer, list) or not all(isinstance(v, list) and v for v in per_layer):
+                out.append(f"{cond}/{metric} is not a list of non-empty per-layer lists")
+            elif isinstance(layers, int) and len(per_layer) != layers - separation(metric):
+                out.append(f"{cond}/{metric} holds {len(per_layer)} per-layer lists, not {layers - separation(metric)}")
+    return out
+
+
+def nonfinite(record) -> list[tuple[str, str, int]]:
+    """Every ``(condition, metric, layer)`` of ``record`` holding a NaN or an infinity.
+
+    >>> nonfinite({"conditions": {"trained": {"tv": [[0.1, 0.2], [float("nan"), 0.3]]}}})
+    [('trained', 'tv', 1)]
+    """
+    out = []
+    for cond, values in record["conditions"].items():
+        for metric, per_layer in values.items():
+            for layer, v in enumerate(per_layer):
+                try:
+                    bad = not np.isfinite(np.asarray(v, dtype=float)).all()
+                except (TypeError, ValueError):
+                    bad = True
+                if bad:
+                    out.append((cond, metric, layer))
+    return out
+
+
+class Report(_Dict):
+    """One measurement record, validated once on load and read-only; reads like the dict it was made from.
+
+    ``Report(record)`` checks the shape (:func:`problems`) and raises a ``ValueError`` naming what is wrong;
+    a NaN or an infinity is not refused but listed by name in :attr:`nonfinite` (the rules answer
+    "undefined" where they meet one).  ``report["conditions"]["trained"]["sink"]`` reads as before;
+    ``report.to_dict()`` gives a plain, changeable copy.
+
+    Examples
+    --------
+    >>> r = Report({"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.2, 0.4], [0.1, 0.3], [0.0, 0.2]],
+    ...                                                                    "tv": [[0.5, 0.6], [0.4, 0.4]]}}})
+    >>> r.layer_means("sink").round(2).tolist(), r.late_mean("sink"), r.nonfinite
+    ([0.3, 0.2, 0.1], 0.1, [])
+    >>> r["conditions"]["trained"]["sink"][0] == [0.2, 0.4]
+    True
+    >>> r["model"] = "other"
+    Traceback (most recent call last):
+    ...
+    TypeError: a Report is read-only: copy it first (report.to_dict()) to change it
+    """
+
+    def __init__(self, record):
+        found = problems(record)
+        if found:
+            raise ValueError("record must be a measurement record from connlap_lite.analysis.analyze; "
+                             + "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else ""))
+        super().__init__(_freeze(dict(record)))
+        dict.__setattr__(self, "nonfinite", nonfinite(self))
+
+    def __setattr__(self, name, value):
+        self._refuse()
+
+    def to_dict(self) -> dict:
+        """A plain, changeable deep copy."""
+        return _thaw(self)
+
+    # the reading functions below, as methods
+    def layer_means(self, metric: str, condition: str = "trained") -> np.ndarray:
+        """One number per layer: the mean over the metric's units (:func:`layer_means`)."""
+        return layer_means(self, metric, condition)
+
+    def curve(self, metric: str, condition: str = "trained", *, n_boot: int = 1000):
+        """Per-layer mean and 95% bootstrap band (:func:`layer_curve`)."""
+        return layer_curve(self, metric, condition, n_boot=n_boot)
+
+    def late_mean(self, metric: str, condition: str = "trained") -> float:
+        """The mean over units of the metric's last-third layers (:func:`late_value`)."""
+        return float(np.mean(late_value(self, metric, condition)))
+
+    def trend(self, metric: str, condition: str = "trained") -> tuple[float, float]:
+        """Spearman's rho against depth and its p-value (:func:`depth_trend`)."""
+        return depth_trend(self, metric, condition)
+
+    def seeds(self) -> list[str]:
+        """The random-init conditions in seed order (:func:`random_nulls`)."""
+        return random_nulls(self)
+
+    def per_head(self, metric: str = "head_defect", condition: str = "trained") -> np.ndarray:
+        """``(layers, heads)``: a head metric's values."""
+        if UNITS.get(metric) != "head":
+            raise ValueError(f"metric must be a head metric {HEAD_METRICS}, got {metric!r}")
+        return matrix(self, metric, condition)
+
+    def nulls(self, metric: str) -> dict[str, np.ndarray]:
+        """Every registered null of ``metric`` here, as ``(layers, units)`` arrays (:func:`registered_nulls`)."""
+        return registered_nulls(self, metric)
+
+    def strongest_null(self, metric: str) -> str:
+        """The registered null of ``metric`` with the lowest late mean (:func:`strongest_null`)."""
+        return strongest_null(self, metric)
+
+
+# ----------------------------------------------------------------------- reading values
+def values_of(report, metric: str, condition: str = "trained", name: str = "report") -> list:
+    """``report["conditions"][condition][metric]``, or an error naming what is missing and what is there."""
+    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
+        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
+                        f"got {type(report).__name__}")
+    conditions = report["conditions"]
+    if not isinstance(condition, str) or condition not in conditions:
+        raise ValueError(f"condition must be one of the report's conditions {sorted(conditions)}, got {condition!r}")
+    if not isinstance(metric, str) or metric not in conditions[condition]:
+        raise ValueError(f"metric must be one of {sorted(conditions[condition])} (measured in {condition!r}), "
+                         f"got {metric!r}; a report made before this metric existed needs "
+                         "analyze(..., refresh=True)")
+    values = conditions[condition][metric]
+    if not isinstance(values, list) or not values or not all(isinstance(v, list) and v for v in values):
+        raise ValueError(f"{name}'s {condition}/{metric} must be a non-empty list of per-layer lists; the report "
+                         "is damaged: recompute it with analyze(..., refresh=True)")
+    return values
+
+
+def layer_means(report, metric: str, condition: str = "trained") -> np.ndarray:
+    """One number per layer: the mean over passages (walk and data metrics) or over heads (head metrics).
+
+    >>> layer_means({"conditions": {"trained": {"tv": [[0.2, 0.4], [0.1, 0.3]]}}}, "tv")
+    array([0.3, 0.2])
+    """
+    return np.array([float(np.mean(v)) for v in values_of(report, metric, condition)])
+
+
+def layer_curve(report, metric: str, condition: str = "trained", *, n_boot: int = 1000):
+    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
+    import torch
+
+    from .stats import bootstrap_ci
+
+    means, lo, hi = [], [], []
+    for v in values_of(report, metric, condition):
+        m, a, b = bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
+        means.append(float(m)); lo.append(float(a)); hi.append(float(b))
+    return means, lo, hi
+
+
+def depth_trend(report, metric: str, condition: str = "trained") -> tuple[float, float]:
+    """Spearman's rho of the per-layer mean against depth, and its p-value (layers taken as independent)."""
+    from .stats import spearman
+
+    means = layer_means(report, metric, condition)
+    return spearman(range(len(means)), means)
+
+
+def late(values, fraction: float = 1 / 3) -> list:
+    """The per-layer lists of the last ``fraction`` of layers (at least one).
+
+    >>> late([[1], [2], [3], [4], [5], [6]])
+    [[5], [6]]
+    """
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__") or len(values) == 0:
+        raise ValueError(f"values must be a non-empty list of per-layer values, got {values!r}")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    k = max(1, math.ceil(len(values) * fraction))
+    return list(values[-k:])
+
+
+def late_value(report, metric: str, condition: str = "trained") -> np.ndarray:
+    """Per-passage (or per-head) values of ``metric``, averaged over the late layers."""
+    return np.mean(np.array(late(values_of(report, metric, condition)), dtype=float), axis=0)
+
+
+def random_nulls(report) -> list[str]:
+    """The report's random-init conditions, ``random0``, ``random1``, ... in seed order."""
+    names = [c for c in report.get("conditions", {}) if c.startswith("random") and c[6:].isdigit()]
+    return sorted(names, key=lambda c: int(c[6:]))
+
+
+def matrix(report, metric: str, condition: str = "trained") -> np.ndarray:
+    """``(layers, units)``: the per-layer lists as one array (every layer must have the same units)."""
+    values = values_of(report, metric, condition)
+    if len({len(v) for v in values}) != 1:
+        raise ValueError(f"{condition}/{metric} has per-layer lists of different lengths; the report is damaged")
+    return np.array(values, dtype=float)
+
+
+def registered_nulls(report, metric: str) -> dict[str, np.ndarray]:
+    """The registered nulls of ``metric`` (:data:`NULLS`) that ``report`` holds, as ``(layers, units)`` arrays,
+    each random-init seed by its condition name first."""
+    c = report["conditions"]
+    seed_key = SEED_NULL.get(metric, metric)
+    out = {s: matrix(report, seed_key, s) for s in random_nulls(report) if seed_key in c[s]}
+    registered = NULLS.get(metric, {"shuffled": ("shuffled", metric)})   # every metric: its shuffled passages
+    for name, (cond, key) in registered.items():
+        if cond in c and key in c[cond]:
+            out[name] = matrix(report, key, cond)
+    return out
+
+
+def strongest_null(report, metric: str, *, seeds: bool = False) -> str:
+    """The registered null of ``metric`` with the lowest late mean (the hardest to beat, smaller = more of the
+    claim); the random-init seeds are candidates only with ``seeds``."""
+    nulls = {n: v for n, v in registered_nulls(report, metric).items() if seeds or not n.startswith("random")}
+    if not nulls:
+        raise ValueError(f"report on {report.get('model')!r} holds no registered null of {metric!r} "
+                         f"(registered: {sorted(NULLS.get(metric, {}))})")
+    return min(nulls, key=lambda n: float(np.mean(late(list(nulls[n])))))
