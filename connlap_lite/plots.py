@@ -214,9 +214,12 @@ def profiles(values: dict[str, list[float]], *, xlabel: str, ylabel: str):
     return fig
 
 
-def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models: list[str]):
+def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models: list[str],
+                 labels: dict[str, str] | None = None):
     """The scorecard as a picture: one cell per claim (rows) and model (columns), coloured and labelled by its
-    verdict (``verdicts``: ``{(claim, model): word}``; a missing pair is left blank). Returns the figure."""
+    verdict (``verdicts``: ``{(claim, model): word}``; a missing pair is left blank; ``labels``: how to name a
+    claim's row, by default the claim). Returns the figure."""
+    labels = labels or {}
     from matplotlib.colors import to_rgb
 
     with legible():
@@ -233,7 +236,7 @@ def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models
         ax.set_xlim(0, len(models))
         ax.set_ylim(len(claims), 0)
         ax.set_xticks(np.arange(len(models)) + 0.5, models)
-        ax.set_yticks(np.arange(len(claims)) + 0.5, claims)
+        ax.set_yticks(np.arange(len(claims)) + 0.5, [labels.get(c, c) for c in claims])
         ax.tick_params(length=0)
         ax.xaxis.tick_top()
         for side in ax.spines.values():

@@ -11,14 +11,15 @@ import html
 
 from .. import report as R
 from ..prose import names, span, tally
+from ..report import e1_table, e2_table
 from ..rules_history import RULE_CHANGES, e1_rule1, e2_rule1, e3_rule1
 from ..scorecard import E3_METRICS, _key, verdict_box
 
 CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
           "E2": "transports close to scaled isometries (E2)",
-          "E3": "both growing with model size (E3)"}
+          "E3": "the claim that both grow with model size (E3)"}
 CHAPTER = {"E1": "E1: stability", "E2": "E2: isometry", "E3": "E3: scale"}
-KEYS = ("scorecard_headline", "scorecard_verdict", "scorecard_says", "scorecard_rule_changes",
+KEYS = ("scorecard_headline", "scorecard_grid_take", "scorecard_verdict", "scorecard_says", "scorecard_rule_changes",
         "scorecard_ablations")
 
 
@@ -214,6 +215,39 @@ def rule_changes(reports: list[dict], rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def grid_take(rows: list[dict]) -> str:
+    """The verdict grid's takeaway: how many claim-model cells got each verdict."""
+    cells = verdict_cells(rows)
+    counts: dict[str, int] = {}
+    for word in cells.values():
+        counts[word] = counts.get(word, 0) + 1
+    order = sorted(counts, key=lambda w: R.VERDICTS.index(w) if w in R.VERDICTS else len(R.VERDICTS))
+    return f"Of the {len(cells)} claim-model cells: " + ", ".join(f"{counts[w]} *{w}*" for w in order) + "."
+
+
+def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: dict) -> list[tuple]:
+    """Every ablation's verdicts, ``(ablation, claim, model, verdict)``: E1 with the sinks kept, E2 with the norm
+    gains folded, E1 and E2 with a second 4-bit round trip (``q4``: ``{model: report}`` with the ablated trained
+    condition) and with the BOS token toggled (``flipped``, named by ``flip_words``). Each rule is applied to a
+    structure's models as one table, as the registered verdicts are."""
+    out = []
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if not group:
+            continue
+        out += [("sinks kept (`tv_norm`)", "E1", x["model"], x["verdict"]) for x in e1_table(group, "tv_norm")]
+        out += [("norm gains folded", "E2", x["model"], x["verdict"])
+                for x in e2_table(group, heads_metric="head_defect_gain")]
+        for name, swap, word in (("second 4-bit round trip", q4, None), ("BOS", flipped, flip_words)):
+            if not any(r["model"] in swap for r in group):
+                continue
+            table = [swap.get(r["model"], r) for r in group]
+            out += [(word[x["model"]] if word else name, c, x["model"], x["verdict"])
+                    for c, rows in (("E1", e1_table(table)), ("E2", e2_table(table)))
+                    for x in rows if x["model"] in swap]
+    return out
+
+
 def ablations(entries: list[tuple[str, str, str, str]], registered: dict, sinks: dict) -> str:
     """What the ablations move: ``entries`` ``(ablation, claim, model, verdict)``, ``registered``
     ``{(claim, model): verdict}``, ``sinks`` ``{model: (what was done, registered sink mass, ablated)}``."""
@@ -233,7 +267,7 @@ def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict
                ablated: tuple) -> dict[str, str]:
     """Every glued text of the chapter (:data:`KEYS`): the headline, the verdict box, *What the data say*, the
     rule changes on ``reports`` and the ablations (``ablated``: the arguments of :func:`ablations`)."""
-    out = {"scorecard_headline": headline(rows),
+    out = {"scorecard_headline": headline(rows), "scorecard_grid_take": grid_take(rows),
            "scorecard_verdict": "\n".join(verdict_box(rows, c) for c in ("E1", "E2", "E3")),
            "scorecard_says": what_the_data_say(rows, robust, corpora),
            "scorecard_rule_changes": rule_changes(reports, rows),
