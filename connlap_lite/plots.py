@@ -214,6 +214,59 @@ def profiles(values: dict[str, list[float]], *, xlabel: str, ylabel: str):
     return fig
 
 
+def curve_grid(reports: list[dict], rows: list[list[tuple]], *, ylabels: list[str], xlabel: str = "layer",
+               n_boot: int = 1000):
+    """One row per entry of ``rows``, one column per model: each row a list of curves ``(key, condition, label,
+    style)`` (a key missing from a report is skipped), drawn with its 95% bootstrap band; one legend for all rows,
+    under the figure. Returns the figure."""
+    with legible():
+        fig, axes = plt.subplots(len(rows), len(reports), figsize=(WIDTH, 2.2 * len(rows) + 0.4), squeeze=False)
+        for i, curves in enumerate(rows):
+            for j, rep in enumerate(reports):
+                ax = axes[i, j]
+                for key, cond, label, style in curves:
+                    if key not in rep["conditions"].get(cond, {}):
+                        continue
+                    mean, lo, hi = layer_curve(rep, key, cond, n_boot=n_boot)
+                    x = np.arange(len(mean))
+                    ax.plot(x, mean, label=label, **style)
+                    ax.fill_between(x, lo, hi, color=style.get("color", "C0"), alpha=0.15, lw=0)
+                ax.locator_params(axis="x", nbins=4)
+                if i == 0:
+                    ax.set_title(rep["model"].split("-")[0])
+                if i == len(rows) - 1:
+                    ax.set_xlabel(xlabel)
+            axes[i, 0].set_ylabel(ylabels[i])
+        seen = {}
+        for i in range(len(rows)):
+            for h, label in zip(*axes[i, 0].get_legend_handles_labels()):
+                seen.setdefault(label, h)
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(4, len(seen)), frameon=False)
+        fig.tight_layout(rect=(0, 0.06 * -(-len(seen) // 4), 1, 1))
+    return fig
+
+
+def ratios_to_null(panels: dict[str, dict[str, tuple[float, float, float]]], *, ylabel: str):
+    """One panel per entry of ``panels`` (``{title: {model: (ratio, lo, hi)}}``): each model's trained value over
+    its strongest null, with an interval, against the line at 1 where the trained model equals the null.
+    Below 1 the trained model is closer to the claim. Returns the figure."""
+    with legible():
+        fig, axes = plt.subplots(1, len(panels), figsize=(WIDTH, 2.9), squeeze=False, sharey=True)
+        for ax, (title, values) in zip(axes[0], panels.items()):
+            models = list(values)
+            y = np.array([values[m][0] for m in models])
+            err = np.array([[values[m][0] - values[m][1] for m in models], [values[m][2] - values[m][0] for m in models]])
+            ax.errorbar(np.arange(len(models)), y, yerr=err, fmt="o", color="C0", capsize=4, lw=1.5)
+            ax.axhline(1, color="C3", ls="--", lw=1.5, label="strongest null")
+            ax.set_xticks(np.arange(len(models)), [m.split("-")[0] for m in models])
+            ax.set_xlim(-0.5, len(models) - 0.5)
+            ax.set_title(title)
+        axes[0, 0].set_ylabel(ylabel)
+        axes[0, 0].legend(frameon=False, loc="best")
+        fig.tight_layout()
+    return fig
+
+
 def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models: list[str],
                  labels: dict[str, str] | None = None):
     """The scorecard as a picture: one cell per claim (rows) and model (columns), coloured and labelled by its

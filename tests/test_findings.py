@@ -8,6 +8,7 @@ import pytest
 from connlap_lite import report as R
 from connlap_lite import scorecard as S
 from connlap_lite.findings import e1 as F1
+from connlap_lite.findings import e2 as F2
 from connlap_lite.findings import scorecard as FS
 
 L, B, H = 7, 6, 3
@@ -32,7 +33,9 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
         c["sink"] = _curve(0.2, 0.6, rng, L) if trained else _curve(0.02, 0.02, rng, L, noise=0.001)
         c["uniform_dist"] = _curve(0.4, 0.5, rng, L) if trained else _curve(0.01, 0.01, rng, L, noise=0.001)
         c["head_defect"] = _curve(0.2 if trained else 0.3, 0.2 if trained else 0.3, rng, L, H)
+        c["head_defect_gain"] = c["head_defect"]
         c["data_defect"] = _curve(0.1, 0.1, rng, L)
+        c["edge_defect"] = _curve(0.45 if trained else 0.4, 0.45 if trained else 0.4, rng, L, 4)
         return c
 
     conditions = {f"random{s}": condition(False) for s in range(3)}
@@ -44,11 +47,12 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
     for k in (2, 3, 4):
         trained[f"sep{k}_tv_norm_nosink"] = _curve(0.5 + 0.1 * k, 0.4 + 0.1 * k, rng, L - k)
     trained["head_defect_gaussian"] = _curve(0.3, 0.3, rng, L, H)
-    trained["head_defect_gain"] = _curve(0.2, 0.2, rng, L, H)
+    trained["head_defect_rotation"] = _curve(0.25, 0.25, rng, L, H)
     for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_gaussian", 0.1)):
         trained[k] = _curve(v, v, rng, L)
     conditions["trained"] = trained
-    return {"model": model, "family": family, "encoder": encoder, "layers": L, "heads": H, "passages": B,
+    return {"model": model, "family": family, "encoder": encoder, "layers": L, "heads": H, "groups": H,
+            "d": 64, "head_dim": 16, "passages": B,
             "tokens": 32, "parameters": int(size * 1.3), "non_embedding_parameters": int(size),
             "conditions": conditions}
 
@@ -131,3 +135,30 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
         in says["scorecard_ablations"]
     assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
+
+
+def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
+    reports, rows, *_ = e1_book
+    samples = {k: np.abs(np.random.default_rng(0).normal(v, 0.01, 50)) for k, v in
+               (("trained", 0.3), ("Gaussian null", 0.2), ("rotation null", 0.28), ("random init (seed 0)", 0.2))}
+    q4 = fake("enc", encoder=True, family="bert", seed=9)
+    says = F2.paragraphs(reports, rows, mp_pred={r["model"]: 0.35 for r in reports}, edges=4,
+                         hist=("dec-a", samples, 0.2, 0.35), q4=q4)
+    assert tuple(says) == F2.KEYS
+    reg = F2.registered(rows)
+    # the data defect is described by the ratio the verdict uses: the rows' trained over strongest data null
+    ratios = [x["data_defect"] / x["data_nulls"][x["strongest_data_null"]] for x in reg.values()]
+    assert f"{min(ratios):.2f}" in says["e2_curves_says"] and f"{min(ratios):.2f}" in says["e2_data_span"]
+    for x in reg.values():
+        assert f"*{x['verdict']}*" in says["e2_headline"]
+    # trained heads at 0.2 against Gaussian heads at 0.3 in every fake: the heads beat their nulls
+    assert all(x["heads_below_nulls"] for x in reg.values())
+    assert "in every model" in says["e2_summary"].split("closer to one than random heads")[1][:40]
+
+
+def test_e2_ratios_are_what_the_rule_compares(e1_book):
+    _, rows, *_ = e1_book
+    got = F2.ratios(rows)
+    for m, x in F2.registered(rows).items():
+        r, lo, hi = got["heads"][m]
+        assert lo <= r <= hi and abs(r * x["head_nulls"][x["strongest_head_null"]] - x["head_defect"]) < 1e-12
