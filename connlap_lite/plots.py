@@ -89,7 +89,10 @@ def null_source(report: dict, metric: str, null: str) -> tuple[str, str]:
 
 
 def _grid(n: int, height: float):
-    cols = 2 if n > 1 else 1
+    return _grid_cols(n, 2 if n > 1 else 1, height)
+
+
+def _grid_cols(n: int, cols: int, height: float):
     rows = -(-n // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, height * rows), squeeze=False)
     for ax in axes.ravel()[n:]:
@@ -264,6 +267,31 @@ def ratios_to_null(panels: dict[str, dict[str, tuple[float, float, float]]], *, 
         axes[0, 0].set_ylabel(ylabel)
         axes[0, 0].legend(frameon=False, loc="best")
         fig.tight_layout()
+    return fig
+
+
+def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2):
+    """One panel per metric (``points``: ``{metric: [model entries of report.e3 rows]}``): each model's late gap,
+    trained minus its random-init seeds' mean, with its 95% interval, against log10 of its non-embedding
+    parameters; one marker per family, the line at zero where training changes nothing. Returns the figure."""
+    markers = "osD^vP*X"
+    families = sorted({p["family"] for ps in points.values() for p in ps})
+    with legible():
+        fig, axes = _grid_cols(len(points), cols, 2.4)
+        for ax, (metric, ps) in zip(axes, points.items()):
+            for p in ps:
+                k = families.index(p["family"])
+                ax.errorbar(p["x"], p["gap"], yerr=[[p["gap"] - p["interval"][0]], [p["interval"][1] - p["gap"]]],
+                            fmt=markers[k % len(markers)], color=f"C{k}", ms=6, capsize=3)
+            ax.axhline(0, color="0.3", lw=1, ls="--")
+            ax.set_title(metric)
+            ax.set_xlabel("log10 non-embedding parameters")
+        for ax in axes[::cols]:
+            ax.set_ylabel("gap: trained - random init")
+        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f)
+                   for k, f in enumerate(families)]
+        fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False)
+        fig.tight_layout(rect=(0, 0.08 if len(points) <= 2 else 0.04, 1, 1))
     return fig
 
 
