@@ -162,3 +162,22 @@ def test_e2_ratios_are_what_the_rule_compares(e1_book):
     for m, x in F2.registered(rows).items():
         r, lo, hi = got["heads"][m]
         assert lo <= r <= hi and abs(r * x["head_nulls"][x["strongest_head_null"]] - x["head_defect"]) < 1e-12
+
+
+def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
+    from connlap_lite.findings import e3 as F3
+
+    reports, rows, *_ = e1_book
+    gaps = F3.gaps(reports)
+    says = F3.paragraphs(reports, rows, gaps, pair=(reports[1], reports[2]), steps=None, full=False, ladder="-")
+    assert tuple(says) == F3.KEYS
+    assert {v["verdict"] for v in gaps.values()} == {"not testable"}     # no family with three sizes
+    assert "no family here gives three" in says["e3_summary"]
+    assert all(f"*{v['verdict']}*" in says["e3_says"] for v in gaps.values())
+    assert "a fit across 2 designs" in says["e3_says"]
+    ladder = [fake(f"q{k}", family="qwen", size=s, seed=10 + k) for k, s in enumerate((1e8, 3e8, 1e9))]
+    rows3 = S.scorecard(ladder, n_boot=200)
+    gaps3 = F3.gaps(ladder)
+    said = F3.summary(ladder, gaps3)
+    assert "qwen gives three or more" in said
+    assert all(f"*{v['verdict']}*" in said for v in gaps3.values()) and rows3
