@@ -29,7 +29,8 @@ FONT = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labe
         "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11}
 # one colour per verdict word; a word the rules add later gets the neutral grey
 VERDICT_COLOURS = {"holds": "#1a9850", "partly": "#fee08b", "does not hold": "#d73027",
-                   "inconclusive": "#bdbdbd", "not testable": "#f0f0f0"}
+                   "inconclusive": "#bdbdbd", "not testable": "#f0f0f0",
+                   "agree": "#1a9850", "disagree": "#d73027", "not comparable": "#f0f0f0"}
 
 
 @contextmanager
