@@ -181,3 +181,28 @@ def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
     said = F3.summary(ladder, gaps3)
     assert "qwen gives three or more" in said
     assert all(f"*{v['verdict']}*" in said for v in gaps3.values()) and rows3
+
+
+def test_known_results_paragraphs_on_toy_reports():
+    from connlap_lite import known as K
+    from connlap_lite.findings import known as FK
+
+    reports = {}
+    for name, encoder in (("enc", True), ("dec", False)):
+        rep = K.toy_report(n_layers=4)
+        rep.update(model=name, encoder=encoder, tokens=64)
+        rep["verdicts"] = K.verdicts(rep)
+        reports[name] = rep
+    says = FK.paragraphs(reports)
+    assert tuple(says) == FK.KEYS
+    rows = [r for rep in reports.values() for r in rep["verdicts"]]
+    for r in rows:                                    # every cell of the grid is a row's verdict
+        assert FK.verdict_cells(reports)[K.STATEMENTS[r["key"]][3], r["model"]] == r["verdict"]
+    words = {r["verdict"] for r in rows}
+    assert all(f"*{w}*" in says["known_summary"] for w in words)
+    n_agree = sum(r["verdict"] == "agree" for r in rows)
+    assert f"{n_agree} *agree*" in says["known_summary"]
+    assert says["known_tokens"] == "64"
+    reports["dec"]["tokens"] = 32
+    with pytest.raises(ValueError, match="one passage length"):
+        FK.paragraphs(reports)
