@@ -4,6 +4,13 @@ verdict rows into ``{glue name: markdown}`` (its ``KEYS``), built on :mod:`connl
 A chapter glues what its module returns in one cell, so no sentence that states a number or a verdict is
 typed on the page, and each module is unit-tested on small synthetic reports (``tests/test_findings.py``).
 
-``e1``          *E1: stability*
-``scorecard``   *Replication scorecard*
+=============  ===========================
+module         chapter
+=============  ===========================
+``e1``         *E1: stability*
+``e2``         *E2: isometry*
+``e3``         *E3: scale*
+``scorecard``  *Replication scorecard*
+``known``      *Known results, reproduced*
+=============  ===========================
 """
