@@ -104,10 +104,10 @@ def summary(reports: list[dict], rows: list[dict]) -> str:
                          for r in rows if r["claim"] == "E1")
     n_dec = len(_decoders(reports))
     n_enc = len(models) - n_dec
-    text = (f"The chapter measures {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, "
-            f"{n_dec} decoder{'s' * (n_dec != 1)}). In the deep layers, each layer's attention, with the attention "
-            f"sinks set aside, is closer to the next layer's than any null makes it in {who(below, models)}; it "
-            f"grows closer with depth, faster than in a randomly initialised copy, in {who(falls, models)}.")
+    text = (f"Measured on {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
+            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention, with the attention sinks set aside, is "
+            f"closer to the next layer's than any null makes it in {who(below, models)}; it grows closer with "
+            f"depth faster than in a randomly initialised copy in {who(falls, models)}.")
     if inner:
         text += (f" At every depth, consecutive layers of one passage are more alike than a layer and the next "
                  f"layer of another passage, or a positions-only average, in {who(every_depth, inner)}: "
@@ -134,9 +134,9 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     rev_ns_above = [m for m in models if _late(rep[m], "rev_nosink")
                     > max(_late(rep[m], "rev_nosink", c) for c in seeds[m])]
     return {
-        "e1_main_take": (f"The deep layers' sink-free walks are closer to their neighbours than the strongest null "
-                         f"in {who([m for m in models if reg[m].get('below_nulls')], models)}, and they fall with "
-                         f"depth faster than every random-init seed's in "
+        "e1_main_take": (f"Deep layers closer to their neighbours than the strongest null: "
+                         f"{who([m for m in models if reg[m].get('below_nulls')], models)}; a fall with depth "
+                         f"steeper than every random-init seed's: "
                          f"{who([m for m in models if reg[m].get('falls')], models)}."),
         "e1_sizes": sizes(r["parameters"] for r in reports),
         "e1_sinks_take": (f"Training makes the attention sinks: the late sink mass exceeds three times any "
