@@ -206,3 +206,34 @@ def test_known_results_paragraphs_on_toy_reports():
     reports["dec"]["tokens"] = 32
     with pytest.raises(ValueError, match="one passage length"):
         FK.paragraphs(reports)
+
+
+def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
+    from connlap_lite.findings import beyond as FB
+
+    reports = {r["model"]: r for r in e1_book[0]}
+    for r in reports.values():
+        for c in r["conditions"].values():
+            c.setdefault("copy", c["head_defect"])
+    copy_stats = {m: dict(copying=2, suppressing=1, max=0.4, min=-0.3, null_max=0.01, heads=L * H) for m in reports}
+    copy_rows = FB.trend_rows(reports, "copy")
+    sink_rows = FB.trend_rows(reports, "sink")
+    sink_stats = {m: dict(u=0.05, first=2.0, peak=12.0, at=3, last=8.0, null_min=0.9, null_max=1.1,
+                          shuffled_rho=0.9) for m in reports}
+    gap = (np.array([0.1, -0.05]), None, None)
+    gaps = {"rev": {m: {"trained": gap} for m in reports}}
+    gap_stats = {m: dict(rev=(0.1, 0.001), tv=(0.05, 0.002)) for m in reports}
+    overlap_stats = {m: dict(ref=0.1, null=0.1, mean=0.2, max=0.6) for m in reports}
+    edges = dict(G=3, d_h=64, d=576, min_rank=192, ratio=0.4, rho_rg=0.5, p_rg=0.01, rho_copy=0.6, p_copy=0.001,
+                 rho_gate=0.1, p_gate=0.5, first_c=0.05, last_c=0.3, layers=(3, 27), share={3: 0.5, 27: 0.8},
+                 predecessor=0.7)
+    headline = {m: dict(copying=2, suppressing=1, null_max_c=0.01, sink_peak_over_u=12.0, overlap=0.2,
+                        overlap_ref=0.1) for m in reports}
+    says = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
+                         sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats, n_one=0,
+                         edges=edges, headline=headline)
+    assert tuple(says) == FB.KEYS
+    assert f"{3 * len(reports)} of {L * H * len(reports)} trained heads" in says["beyond_summary"]
+    assert "in every model" in says["beyond_overlap_says"] and "no head's value sub-bundle" in says["beyond_overlap_says"]
+    assert "rank exactly $G d_h = 192$" in says["beyond_edge_says"]
+    assert "two signs" not in says["beyond_gap_says"] and "in every model removing the sink" in says["beyond_gap_says"]

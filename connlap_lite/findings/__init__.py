@@ -12,5 +12,6 @@ module         chapter
 ``e3``         *E3: scale*
 ``scorecard``  *Replication scorecard*
 ``known``      *Known results, reproduced*
+``beyond``     *Beyond E1-E3*
 =============  ===========================
 """
