@@ -305,7 +305,7 @@ def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models
     from matplotlib.colors import to_rgb
 
     with legible():
-        fig, ax = plt.subplots(figsize=(WIDTH, 0.55 * len(claims) + 1.2))
+        fig, ax = plt.subplots(figsize=(WIDTH, (0.55 if len(claims) < 6 else 0.42) * len(claims) + 1.0))
         for i, claim in enumerate(claims):
             for j, model in enumerate(models):
                 word = verdicts.get((claim, model))
@@ -313,11 +313,11 @@ def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models
                 ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", lw=2))
                 if word:
                     dark = sum(to_rgb(colour)) < 1.5
-                    ax.text(j + 0.5, i + 0.5, word, ha="center", va="center", fontsize=9,
-                            color="white" if dark else "black")
+                    ax.text(j + 0.5, i + 0.5, word.replace(" ", "\n") if len(word) > 12 else word, ha="center",
+                            va="center", fontsize=9, color="white" if dark else "black", linespacing=0.9)
         ax.set_xlim(0, len(models))
         ax.set_ylim(len(claims), 0)
-        ax.set_xticks(np.arange(len(models)) + 0.5, models)
+        ax.set_xticks(np.arange(len(models)) + 0.5, [m.split("-")[0] for m in models])   # the family's name
         ax.set_yticks(np.arange(len(claims)) + 0.5, [labels.get(c, c) for c in claims])
         ax.tick_params(length=0)
         ax.xaxis.tick_top()
