@@ -234,8 +234,9 @@ def summary(reports: dict, copy_stats: dict, sink_stats: dict, overlap_stats: di
     total = sum(s["heads"] for s in copy_stats.values())
     higher = [m for m in models if overlap_stats[m]["mean"] > overlap_stats[m]["ref"]]
     return (f"The same measurements show more than the three claims' answers. Across {len(models)} small models, "
-            f"{heads} of {total} trained heads clearly copy their input or push it away, while no random head comes "
-            f"close; the attention sink peaks at {span([s['peak'] for s in sink_stats.values()], '{:.0f}')} times the "
+            f"{heads} of {total} trained heads clearly copy their input or push it away (a copy score beyond "
+            f"±0.2), while no random head's score exceeds {max(s['null_max'] for s in copy_stats.values()):.3f} "
+            f"in absolute value; the attention sink peaks at {span([s['peak'] for s in sink_stats.values()], '{:.0f}')} times the "
             f"share a uniform walk gives the same tokens; and the subspaces a head reads from and writes to overlap "
             f"more than random subspaces do in {who(higher, models)}. No verdict on E1-E3 is given here.")
 
