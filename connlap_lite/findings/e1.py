@@ -110,9 +110,9 @@ def summary(reports: list[dict], rows: list[dict]) -> str:
             f"depth faster than in a randomly initialised copy in {who(falls, models)}.")
     if inner:
         text += (f" At every depth, consecutive layers of one passage are more alike than a layer and the next "
-                 f"layer of another passage, or a positions-only average, in {who(every_depth, inner)}: "
-                 "neighbouring layers share structure specific to their input, which is not the same as "
-                 "settling into one operator.")
+                 f"layer of another passage, or a positions-only average, in {who(every_depth, inner)}"
+                 + (": there neighbouring layers share structure specific to their input, which is not the same "
+                    "as settling into one operator." if every_depth else "."))
     return text + f" The rule registered before the measurements gives: {verdicts}."
 
 
@@ -133,24 +133,30 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     spec_rises = [m for m in models if _rho(rep[m], "spec_nosink") > 0]
     rev_ns_above = [m for m in models if _late(rep[m], "rev_nosink")
                     > max(_late(rep[m], "rev_nosink", c) for c in seeds[m])]
+    rev_low = [m for m in models if _late(rep[m], "rev") < 0.5 * min(_late(rep[m], "rev", c) for c in seeds[m])]
+    raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
+                 < R.layer_means(rep[m], "tv").min()]
     return {
         "e1_main_take": (f"Deep layers closer to their neighbours than the strongest null: "
                          f"{who([m for m in models if reg[m].get('below_nulls')], models)}; a fall with depth "
                          f"steeper than every random-init seed's: "
                          f"{who([m for m in models if reg[m].get('falls')], models)}."),
         "e1_sizes": sizes(r["parameters"] for r in reports),
-        "e1_sinks_take": (f"Training makes the attention sinks: the late sink mass exceeds three times any "
-                          f"random-init seed's in {who(made, models)}."),
+        "e1_sinks_take": (f"The late sink mass exceeds three times any random-init seed's in "
+                          f"{who(made, models)}."),
         "e1_tv_take": (f"Normalised, the trained late layers are closer to each other than every random-init "
-                       f"seed's in {who(below_seeds, models)}; raw, the near-uniform seeds look steadier."),
+                       f"seed's in {who(below_seeds, models)}; raw, every random-init step lies below every trained "
+                       f"step in {who(raw_below, models)}."),
         "e1_nulls_take": (f"Against the nulls made from the trained model itself, consecutive layers of one passage "
                           f"stay closer than a layer and the next layer of another passage in "
                           f"{who(below_cross, inner)}."),
-        "e1_profile_take": (f"Layers further apart differ more, even in the deep layers, in {who(rising, models)}: "
-                            "the deep walks keep changing rather than settling on one operator."),
+        "e1_profile_take": (f"Layers further apart differ more, even in the deep layers, in {who(rising, models)}"
+                            + (": there the deep walks keep changing rather than settling on one operator."
+                               if rising else ".")),
         "e1_spec_take": f"The sink-free spectra change more from layer to layer with depth in {who(spec_rises, models)}.",
         "e1_rev_take": (f"Without their sinks, the late layers are less reversible than every random-init seed's "
-                        f"in {who(rev_ns_above, models)}; with them, the sink drives the defect down."),
+                        f"in {who(rev_ns_above, models)}; with them, the late defect is below half of every seed's "
+                        f"in {who(rev_low, models)}."),
     }
 
 
