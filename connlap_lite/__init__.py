@@ -29,7 +29,8 @@ module             idea
 ``prose``          numbers into words for the computed paragraphs: ranges, lists, counts
 ``known``          five published results about attention, reproduced (the chapter of that name);
                    a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
-``plots``          per-layer curves against the nulls
+``plots``          the chapters' figures at column width: curves against nulls, verdict grids
+``findings``       the empirical chapters' computed paragraphs, one module per chapter
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
 ``toys``           the explorers' toy connections: holonomy on a cycle, T3's conditions on and off

@@ -1,17 +1,44 @@
-"""Figures shared by the empirical chapters and the command line.
+"""Figures shared by the empirical chapters and the command line, sized to be read at column width.
 
-Chapters: *E1*, *E2*, *E3*.
+``layer_curves``     one panel per report: a metric against depth, with bootstrap bands, against the nulls;
+``against_null``     each model's registered metric against the strongest null its rule names (the chapters'
+                     opening figures);
+``metric_grid``      a metric with its sinks kept (top row) and removed (bottom row), one column per model;
+``verdict_grid``     the scorecard's grid: one cell per claim and model, coloured by its verdict;
+``glue_figure``      hand a figure to the book (myst-nb's ``glue``) or show it where myst-nb is absent.
+
+Every figure is drawn under :func:`legible`: tick labels and legends at 9 pt or more, for a page column of
+about 7 inches.
+
+Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .record import layer_curve
+from .record import layer_curve, layer_means, random_nulls
+from .report import E1_METRIC, INNER_NULLS
 
 STYLE = {"trained": dict(color="C0", lw=2), "random": dict(color="C0", lw=2),
          "random0": dict(color="0.45", ls="--"), "random1": dict(color="0.65", ls="--"),
          "shuffled": dict(color="C1", ls=":")}
+WIDTH = 7.0          # inches: the page column
+FONT = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": 9,
+        "ytick.labelsize": 9, "legend.fontsize": 9, "figure.titlesize": 11}
+# one colour per verdict word; a word the rules add later gets the neutral grey
+VERDICT_COLOURS = {"holds": "#1a9850", "partly": "#fee08b", "does not hold": "#d73027",
+                   "inconclusive": "#bdbdbd", "not testable": "#f0f0f0",
+                   "agree": "#1a9850", "disagree": "#d73027", "not comparable": "#f0f0f0"}
+
+
+@contextmanager
+def legible():
+    """Matplotlib settings under which a figure of :data:`WIDTH` inches reads at 9 pt or more."""
+    with plt.rc_context(FONT):
+        yield
 
 
 def layer_curves(reports: list[dict], metric: str, conditions=("trained", "random0", "random1", "shuffled"),
@@ -40,6 +67,276 @@ def layer_curves(reports: list[dict], metric: str, conditions=("trained", "rando
         ax.set_title(rep["model"], fontsize=10)
         ax.set_xlabel("layer")
     axes[0].set_ylabel(ylabel or metric)
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def null_source(report: dict, metric: str, null: str) -> tuple[str, str]:
+    """Where a named null of ``metric`` is stored in ``report``: ``(key, condition)``.
+
+    A whole-model null (``random0``, ``shuffled``) is a condition measured with the same metric; a null inside
+    the trained condition (``cross-passage``, ``positional``) has a key of its own.
+
+    >>> rep = {"conditions": {"trained": {"m": [[1.0]]}, "random0": {"m": [[2.0]]}}}
+    >>> null_source(rep, "m", "random0"), null_source(rep, "tv_norm_nosink", "positional")
+    (('m', 'random0'), ('positional_tv_norm_nosink', 'trained'))
+    """
+    if null in INNER_NULLS:
+        return INNER_NULLS[null], "trained"
+    if null in report.get("conditions", {}):
+        return metric, null
+    raise ValueError(f"null must be a condition of the report {sorted(report.get('conditions', {}))} or one of "
+                     f"{sorted(INNER_NULLS)}, got {null!r}")
+
+
+def _grid(n: int, height: float):
+    return _grid_cols(n, 2 if n > 1 else 1, height)
+
+
+def _grid_cols(n: int, cols: int, height: float):
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, height * rows), squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.ravel()[:n])
+
+
+def against_null(reports: list[dict], metric: str, strongest: dict[str, str], *, xlabel: str = "layer",
+                 ylabel: str | None = None, n_boot: int = 1000):
+    """Each model's ``metric`` (trained, with its 95% band over passages) against the strongest null its rule
+    names (``strongest``: ``{model: null}``, e.g. the rows' ``strongest_null``), one panel per model, two a row.
+
+    Two curves a panel: what the rule compares. Returns the figure.
+    """
+    missing = [r["model"] for r in reports if r["model"] not in strongest]
+    if missing:
+        raise ValueError(f"strongest must name a null for every report's model; missing {missing}")
+    with legible():
+        fig, axes = _grid(len(reports), 2.2)
+        for ax, rep in zip(axes, reports):
+            null = strongest[rep["model"]]
+            for key, cond, label, colour, ls in ((metric, "trained", "trained", "C0", "-"),
+                                                 (*null_source(rep, metric, null), "strongest null", "C3", "--")):
+                mean, lo, hi = layer_curve(rep, key, cond, n_boot=n_boot)
+                x = np.arange(len(mean))
+                ax.plot(x, mean, color=colour, lw=2 if ls == "-" else 1.5, ls=ls, label=label)
+                ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
+            k = max(1, -(-len(x) // 3))                     # the last third: what the level condition compares
+            ax.axvspan(len(x) - k - 0.5, len(x) - 0.5, color="0.92", zorder=0, lw=0)
+            ax.set_title(f"{rep['model']} (null: {null})")
+            ax.locator_params(axis="x", nbins=5)
+        for ax in axes[-2:]:
+            ax.set_xlabel(xlabel)
+        for ax in axes[::2]:
+            ax.set_ylabel(ylabel or metric)
+        handles, labels = axes[0].get_legend_handles_labels()
+        handles.append(plt.Rectangle((0, 0), 1, 1, color="0.92"))
+        labels.append("last third of the layers")
+        fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def metric_grid(reports: list[dict], metrics: list[str], *, ylabels: list[str] | None = None,
+                conditions=("trained", "random0", "random1", "shuffled"), xlabel: str = "layer",
+                log=False, n_boot: int = 1000):
+    """One row per metric (e.g. a metric with its sinks kept and removed), one column per model, the trained
+    curve against the nulls in ``conditions``, with one legend for the figure (``log``: one flag, or one per
+    row). Returns the figure."""
+    from matplotlib.ticker import NullFormatter
+
+    ylabels = list(metrics) if ylabels is None else list(ylabels)
+    logs = [log] * len(metrics) if isinstance(log, bool) else list(log)
+    with legible():
+        fig, axes = plt.subplots(len(metrics), len(reports), figsize=(WIDTH, 1.9 * len(metrics) + 0.6),
+                                 squeeze=False)
+        for i, metric in enumerate(metrics):
+            for j, rep in enumerate(reports):
+                ax = axes[i, j]
+                for cond in conditions:
+                    if metric not in rep["conditions"].get(cond, {}):
+                        continue
+                    mean, lo, hi = layer_curve(rep, metric, cond, n_boot=n_boot)
+                    x = np.arange(len(mean))
+                    ax.plot(x, mean, label=cond, **STYLE.get(cond, {}))
+                    ax.fill_between(x, lo, hi, color=STYLE.get(cond, {}).get("color", "C0"), alpha=0.15, lw=0)
+                if logs[i]:
+                    ax.set_yscale("log")
+                    ax.yaxis.set_minor_formatter(NullFormatter())
+                ax.locator_params(axis="x", nbins=4)
+                if i == 0:
+                    ax.set_title(rep["model"].split("-")[0])
+                if i == len(metrics) - 1:
+                    ax.set_xlabel(xlabel)
+            axes[i, 0].set_ylabel(ylabels[i])
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def all_nulls(reports: list[dict], metric: str, *, xlabel: str = "step l to l+1", ylabel: str | None = None):
+    """Each model's ``metric`` against every registered null at once: the random-init seeds as a grey range,
+    the shuffled passages, and the nulls inside the trained model (cross-passage, positional). Returns the
+    figure."""
+    with legible():
+        fig, axes = _grid(len(reports), 2.3)
+        for ax, rep in zip(axes, reports):
+            seeds = np.array([layer_means(rep, metric, c) for c in random_nulls(rep)])
+            x = np.arange(seeds.shape[1])
+            ax.fill_between(x, seeds.min(0), seeds.max(0), color="0.6", alpha=0.4, lw=0,
+                            label=f"random init ({len(seeds)} seeds)")
+            if metric in rep["conditions"].get("shuffled", {}):
+                ax.plot(x, layer_means(rep, metric, "shuffled"), label="shuffled", **STYLE["shuffled"])
+            for (name, key), colour in zip(INNER_NULLS.items(), ("C3", "C2")):
+                if metric == E1_METRIC and key in rep["conditions"]["trained"]:
+                    ax.plot(x, layer_means(rep, key), color=colour, lw=1.5, ls="--", label=name)
+            ax.plot(x, layer_means(rep, metric), label="trained", **STYLE["trained"])
+            ax.set_title(rep["model"])
+        for ax in axes[-2:]:
+            ax.set_xlabel(xlabel)
+        for ax in axes[::2]:
+            ax.set_ylabel(ylabel or metric)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+        fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
+
+
+def profiles(values: dict[str, list[float]], *, xlabel: str, ylabel: str):
+    """One line per model over a small integer axis starting at 1 (``values``: ``{model: [y_1, y_2, ...]}``),
+    e.g. the deep part of the layer-separation profile. Returns the figure."""
+    with legible():
+        fig, ax = plt.subplots(figsize=(WIDTH * 0.6, 2.8))
+        for model, ys in values.items():
+            ax.plot(np.arange(1, len(ys) + 1), ys, "o-", label=model)
+        ax.set_xticks(np.arange(1, max(len(v) for v in values.values()) + 1))
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(frameon=False, loc="best")
+        fig.tight_layout()
+    return fig
+
+
+def curve_grid(reports: list[dict], rows: list[list[tuple]], *, ylabels: list[str], xlabel: str = "layer",
+               n_boot: int = 1000):
+    """One row per entry of ``rows``, one column per model: each row a list of curves ``(key, condition, label,
+    style)`` (a key missing from a report is skipped), drawn with its 95% bootstrap band; one legend for all rows,
+    under the figure. Returns the figure."""
+    with legible():
+        fig, axes = plt.subplots(len(rows), len(reports), figsize=(WIDTH, 2.2 * len(rows) + 0.4), squeeze=False)
+        for i, curves in enumerate(rows):
+            for j, rep in enumerate(reports):
+                ax = axes[i, j]
+                for key, cond, label, style in curves:
+                    if key not in rep["conditions"].get(cond, {}):
+                        continue
+                    mean, lo, hi = layer_curve(rep, key, cond, n_boot=n_boot)
+                    x = np.arange(len(mean))
+                    ax.plot(x, mean, label=label, **style)
+                    ax.fill_between(x, lo, hi, color=style.get("color", "C0"), alpha=0.15, lw=0)
+                ax.locator_params(axis="x", nbins=4)
+                if i == 0:
+                    ax.set_title(rep["model"].split("-")[0])
+                if i == len(rows) - 1:
+                    ax.set_xlabel(xlabel)
+            axes[i, 0].set_ylabel(ylabels[i])
+        seen = {}
+        for i in range(len(rows)):
+            for h, label in zip(*axes[i, 0].get_legend_handles_labels()):
+                seen.setdefault(label, h)
+        fig.legend(list(seen.values()), list(seen), loc="lower center", ncol=min(4, len(seen)), frameon=False)
+        fig.tight_layout(rect=(0, 0.06 * -(-len(seen) // 4), 1, 1))
+    return fig
+
+
+def ratios_to_null(panels: dict[str, dict[str, tuple[float, float, float]]], *, ylabel: str):
+    """One panel per entry of ``panels`` (``{title: {model: (ratio, lo, hi)}}``): each model's trained value over
+    its strongest null, with an interval, against the line at 1 where the trained model equals the null.
+    Below 1 the trained model is closer to the claim. Returns the figure."""
+    with legible():
+        fig, axes = plt.subplots(1, len(panels), figsize=(WIDTH, 2.9), squeeze=False, sharey=True)
+        for ax, (title, values) in zip(axes[0], panels.items()):
+            models = list(values)
+            y = np.array([values[m][0] for m in models])
+            err = np.array([[values[m][0] - values[m][1] for m in models], [values[m][2] - values[m][0] for m in models]])
+            ax.errorbar(np.arange(len(models)), y, yerr=err, fmt="o", color="C0", capsize=4, lw=1.5)
+            ax.axhline(1, color="C3", ls="--", lw=1.5, label="strongest null")
+            ax.set_xticks(np.arange(len(models)), [m.split("-")[0] for m in models])
+            ax.set_xlim(-0.5, len(models) - 0.5)
+            ax.set_title(title)
+        axes[0, 0].set_ylabel(ylabel)
+        axes[0, 0].legend(frameon=False, loc="best")
+        fig.tight_layout()
+    return fig
+
+
+def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2):
+    """One panel per metric (``points``: ``{metric: [model entries of report.e3 rows]}``): each model's late gap,
+    trained minus its random-init seeds' mean, with its 95% interval, against log10 of its non-embedding
+    parameters; one marker per family, the line at zero where training changes nothing. Returns the figure."""
+    markers = "osD^vP*X"
+    families = sorted({p["family"] for ps in points.values() for p in ps})
+    with legible():
+        fig, axes = _grid_cols(len(points), cols, 2.4)
+        for ax, (metric, ps) in zip(axes, points.items()):
+            for p in ps:
+                k = families.index(p["family"])
+                ax.errorbar(p["x"], p["gap"], yerr=[[p["gap"] - p["interval"][0]], [p["interval"][1] - p["gap"]]],
+                            fmt=markers[k % len(markers)], color=f"C{k}", ms=6, capsize=3)
+            ax.axhline(0, color="0.3", lw=1, ls="--")
+            ax.set_title(metric)
+            ax.set_xlabel("log10 non-embedding parameters")
+        for ax in axes[::cols]:
+            ax.set_ylabel("gap: trained - random init")
+        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f)
+                   for k, f in enumerate(families)]
+        fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False)
+        fig.tight_layout(rect=(0, 0.08 if len(points) <= 2 else 0.04, 1, 1))
+    return fig
+
+
+def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models: list[str],
+                 labels: dict[str, str] | None = None):
+    """The scorecard as a picture: one cell per claim (rows) and model (columns), coloured and labelled by its
+    verdict (``verdicts``: ``{(claim, model): word}``; a missing pair is left blank; ``labels``: how to name a
+    claim's row, by default the claim). Returns the figure."""
+    labels = labels or {}
+    from matplotlib.colors import to_rgb
+
+    with legible():
+        fig, ax = plt.subplots(figsize=(WIDTH, (0.55 if len(claims) < 6 else 0.42) * len(claims) + 1.0))
+        for i, claim in enumerate(claims):
+            for j, model in enumerate(models):
+                word = verdicts.get((claim, model))
+                colour = VERDICT_COLOURS.get(word, "#d9d9d9") if word else "white"
+                ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=colour, edgecolor="white", lw=2))
+                if word:
+                    dark = sum(to_rgb(colour)) < 1.5
+                    ax.text(j + 0.5, i + 0.5, word.replace(" ", "\n") if len(word) > 12 else word, ha="center",
+                            va="center", fontsize=9, color="white" if dark else "black", linespacing=0.9)
+        ax.set_xlim(0, len(models))
+        ax.set_ylim(len(claims), 0)
+        ax.set_xticks(np.arange(len(models)) + 0.5, [m.split("-")[0] for m in models])   # the family's name
+        ax.set_yticks(np.arange(len(claims)) + 0.5, [labels.get(c, c) for c in claims])
+        ax.tick_params(length=0)
+        ax.xaxis.tick_top()
+        for side in ax.spines.values():
+            side.set_visible(False)
+        fig.tight_layout()
+    return fig
+
+
+def glue_figure(name: str, fig) -> None:
+    """Hand ``fig`` to the book under ``name`` (myst-nb's ``glue``; a ``{glue:figure}`` directive places it with
+    its number and caption) and close it, or, where myst-nb is absent (Colab, a plain Jupyter), show it here."""
+    from IPython.display import display
+
+    try:
+        from myst_nb import glue
+    except ModuleNotFoundError:
+        display(fig)
+    else:
+        glue(name, fig, display=False)
+    plt.close(fig)

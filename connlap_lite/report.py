@@ -57,12 +57,14 @@ import numpy as np
 
 from . import rules_history
 from .record import (PASSAGE_METRICS, late, late_value, layer_curve, layer_means, depth_trend,  # noqa: F401
-                     matrix, random_nulls, registered_nulls, values_of)
+                     NULLS, matrix, random_nulls, registered_nulls, values_of)
 from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p, spearman  # noqa: F401
 from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, combine,  # noqa: F401
                        data_status, decide, flag)
 
 E1_METRIC = "tv_norm_nosink"
+# the E1 metric's nulls measured inside the trained condition, by display name (from record.NULLS)
+INNER_NULLS = {name: key for name, (cond, key) in NULLS[E1_METRIC].items() if cond == "trained"}
 RULE = 3
 SEED_MEAN = "random-init (mean of seeds)"
 # The reading functions imported above are read here too (``report.layer_means``...) because the chapters

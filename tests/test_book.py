@@ -300,6 +300,23 @@ VERDICT_CHAPTERS = sorted(set(EMPIRICAL) | {p for p in NOTEBOOKS
                                             if re.search(r"^:::\{admonition\} Verdict", "\n".join(cells(load(p), "markdown")), re.M)})
 
 
+FINDINGS_IMPORT = re.compile(r"from connlap_lite\.findings import (\w+)|connlap_lite\.findings\.(\w+)")
+
+
+def glued_keys(code: str) -> set:
+    """The names a notebook's code glues: each literal ``glue``/``glue_verdict``/``glue_figure`` call's, and the
+    ``KEYS`` of every ``connlap_lite.findings`` module it uses (the chapter's one glue cell glues them all)."""
+    import ast
+
+    keys = set(re.findall(r"\b(?:glue|glue_verdict|glue_figure)\(\s*[\"']([^\"']+)[\"']", code))
+    for mod in {a or b for a, b in FINDINGS_IMPORT.findall(code)}:
+        tree = ast.parse((ROOT / "connlap_lite" / "findings" / f"{mod}.py").read_text())
+        keys |= {k for node in tree.body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "KEYS" for t in node.targets)
+                 for k in ast.literal_eval(node.value)}
+    return keys
+
+
 @pytest.mark.parametrize("path", VERDICT_CHAPTERS, ids=lambda p: p.stem)
 def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
     nb = load(path)
@@ -313,7 +330,7 @@ def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
     assert not re.search(r"\b(holds|does not|partly|inconclusive)\b", opening), \
         f"{path.name}: the box's verdict words come from the computation, not typed into the box"
     code = "\n".join(cells(nb, "code"))
-    assert f'glue_verdict("{keys[0]}"' in code, f"{path.name}: no cell glues {keys[0]!r} (scorecard.glue_verdict)"
+    assert keys[0] in glued_keys(code), f"{path.name}: no cell glues {keys[0]!r} (scorecard.glue_verdict)"
 
 
 @pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
@@ -336,7 +353,7 @@ def test_every_glued_key_the_text_pastes_is_glued_by_the_notebook(path):
     md = "\n".join(cells(nb, "markdown"))
     pasted = set(re.findall(r"\{glue(?::\w+)?\}`([^`]+)`", md)) | set(re.findall(r"```\{glue(?::\w+)?\} (\S+)", md))
     code = "\n".join(cells(nb, "code"))
-    glued = set(re.findall(r"\b(?:glue|glue_verdict)\(\s*[\"']([^\"']+)[\"']", code))
+    glued = glued_keys(code)
     assert pasted <= glued, f"{path.name} pastes {sorted(pasted - glued)} that no cell glues"
     assert not re.search(r"\{glue:text\}`[^`]+`", md) or "glue(" in code, \
         f"{path.name}: glue:text pastes text/plain; scorecard.glue_verdict glues Markdown, paste it with glue:md"

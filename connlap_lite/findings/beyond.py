@@ -1,0 +1,271 @@
+"""*Beyond E1-E3*, in words: the chapter's computed paragraphs (copy scores, the sink, what removing it does,
+read-write overlap, one edge up close), from the statistics its cells compute.
+
+:func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`trend_rows` is the chapter's depth trend of a
+per-layer metric, trained beside random init.
+
+Chapter: *Beyond E1-E3*.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import report as R
+from ..prose import layers_of, names, span, who
+from ..stats import spearman
+
+KEYS = ("beyond_summary", "beyond_copy_take", "beyond_findings", "beyond_threshold_null", "beyond_copy_says",
+        "beyond_sink_says", "beyond_gap_says", "beyond_overlap_says", "beyond_edge_says")
+
+
+def trend_rows(reports: dict[str, dict], metric: str) -> dict[str, dict]:
+    """Per model: the per-layer mean's first and last value and Spearman's rho against depth (with p), trained and
+    for the seed-0 random-init null."""
+    rows = {}
+    for m, rep in reports.items():
+        t, z = R.layer_means(rep, metric), R.layer_means(rep, metric, "random0")
+        (r, p), (r0, p0) = spearman(range(len(t)), t), spearman(range(len(z)), z)
+        rows[m] = dict(first=float(t[0]), last=float(t[-1]), null_first=float(z[0]), null_last=float(z[-1]),
+                       rho=r, p=p, null_rho=r0, null_p=p0)
+    return rows
+
+
+def trend_text(rows: dict[str, dict], label: str) -> str:
+    """:func:`trend_rows` as a plain-text table."""
+    lines = [f"{label}; per-layer mean, trained | random init (seed 0)",
+             f"{'model':>19} {'first':>6} {'last':>6} {'rho':>6} {'p':>7} | {'first':>6} {'last':>6} {'rho':>6} {'p':>7}"]
+    lines += [f"{m:>19} {r['first']:6.3f} {r['last']:6.3f} {r['rho']:+6.2f} {r['p']:7.1g} | {r['null_first']:6.3f} "
+              f"{r['null_last']:6.3f} {r['null_rho']:+6.2f} {r['null_p']:7.1g}" for m, r in rows.items()]
+    return "\n".join(lines)
+
+
+def threshold_null(copy_stats: dict) -> str:
+    null_top = max(s["null_max"] for s in copy_stats.values())
+    k = int(0.2 / null_top)
+    return (f"It is at least {k} times the largest absolute copy score of the random-initialised models below."
+            if k >= 2 else
+            f"It is barely above the largest absolute copy score of the random-initialised models below "
+            f"({null_top:.3f}), so the counts near it mix in noise.")
+
+
+def copying(reports: dict, copy_stats: dict, copy_rows: dict) -> str:
+    """Copying and suppressing heads against the null, and the copy score's depth trend (``beyond_copy_says``)."""
+    models = list(reports)
+    both = [m for m in models if copy_stats[m]["copying"] >= 1 and copy_stats[m]["suppressing"] >= 1]
+    beyond = {m: min(copy_stats[m]["max"], -copy_stats[m]["min"]) / copy_stats[m]["null_max"] for m in both}
+    text = (f"Copying heads ($c_h > 0.2$) and suppressing heads ($c_h < -0.2$) both occur in {who(both, models)} "
+            "(copying: " + ", ".join(f"{copy_stats[m]['copying']} of {copy_stats[m]['heads']} in {m}" for m in models)
+            + "; suppressing: " + ", ".join(f"{copy_stats[m]['suppressing']} in {m}" for m in models) + ")")
+    if both:
+        text += (f", and where both occur the most extreme head on either side lies "
+                 f"{span(beyond.values(), '{:.0f}')} times beyond the random-init null's largest $|c_h|$"
+                 + (": copying is learned, not a property of the architecture." if min(beyond.values()) > 5 else "."))
+    else:
+        text += "."
+    top = max(max(s["max"], -s["min"]) for s in copy_stats.values())
+    text += (f" The largest $|c_h|$ of any trained head is {top:.2f}, "
+             + (f"{'far from' if top < 0.8 else 'short of'} $1$, so no head is (minus) a scaled projection."
+                if top < 0.95 else "close to $1$: that head is nearly (minus) a scaled projection."))
+    rises = [m for m in models if copy_rows[m]["rho"] > 0 and copy_rows[m]["p"] < 0.01]
+    falls = [m for m in models if copy_rows[m]["rho"] < 0 and copy_rows[m]["p"] < 0.01]
+    flat = [m for m in models if m not in rises and m not in falls]
+
+    def rho(ms):
+        return span([copy_rows[m]["rho"] for m in ms], "{:+.2f}")
+
+    parts = ([f"rises in {names(rises)} ($\\rho$ = {rho(rises)}, $p < 0.01$)"] if rises else []) + \
+            ([f"falls in {names(falls)} ($\\rho$ = {rho(falls)}, $p < 0.01$)"] if falls else []) + \
+            ([f"shows no such trend in {names(flat)} ($\\rho$ = {rho(flat)})"] if flat else [])
+    text += (" Whether the mean copy score changes with depth differs from model to model: it "
+             if sum(map(bool, (rises, falls, flat))) > 1 else " With depth, the mean copy score ") + names(parts) + "."
+    text += "".join(f" With only {reports[m]['layers']} layers, {m} could show a significant trend only if its "
+                    "curve were nearly monotone." for m in models if reports[m]["layers"] <= 8)
+    return text
+
+
+def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
+    """The sink mass against the uniform walk's share, layer by layer (``beyond_sink_says``)."""
+    models = list(reports)
+    spread = {m: max(s["null_max"], 1 / s["null_min"]) for m, s in sink_stats.items()}
+    widest = max(spread, key=spread.get)
+    curves = {m: R.layer_means(rep, "sink") / sink_stats[m]["u"] for m, rep in reports.items()}
+    after = [m for m in models if sink_stats[m]["at"] > 0]
+    near = [m for m in models if sink_stats[m]["first"] < 3]
+    early = [m for m in models if m not in near]
+    keep = [m for m in models if sink_stats[m]["last"] > 5 * sink_stats[m]["null_max"]]
+    drop = [m for m in models if sink_stats[m]["last"] < 1.5]
+    between = [m for m in models if m not in keep and m not in drop]
+    strong = [m for m in models if sink_stats[m]["peak"] > 5]
+    dips = {m: [l for l in range(len(c)) if c[l] < 2 and (c[:l] > 5).any() and (c[l + 1:] > 5).any()]
+            for m, c in curves.items()}
+    rising = [m for m in models if sink_rows[m]["rho"] > 0 and sink_rows[m]["p"] < 0.01]
+    keeps = [m for m in models if sink_stats[m]["shuffled_rho"] > 0.75]
+
+    def of(ms, key):
+        return ", ".join(f"{sink_stats[m][key]:.1f}$u_n$" + (f" in {m}" if len(ms) > 1 else "") for m in ms)
+
+    def verb(ms, one, many):
+        return one if len(ms) == 1 else many
+
+    first = []
+    if near:
+        first.append(f"{names(near)} {verb(near, 'sits', 'sit')} close to the uniform share (below $3u_n$: "
+                     f"{of(near, 'first')})")
+    if early:
+        first.append(f"{names(early)} already {verb(early, 'has', 'have')} a strong sink ({of(early, 'first')})")
+    last = []
+    if keep:
+        last.append(f"{names(keep)} {verb(keep, 'keeps', 'keep')} a strong sink to the last layer, more than five "
+                    f"times the nulls' largest value ({of(keep, 'last')}).")
+    if drop:
+        last.append(f"In {names(drop)} the last layer falls back below $1.5u_n$ ({of(drop, 'last')}).")
+    if between:
+        last.append(f"In {names(between)} the last layer sits in between ({of(between, 'last')}).")
+    shape = ("The sink peaks at " + names([f"layer {sink_stats[m]['at']} of {reports[m]['layers']} in {m}"
+                                           for m in models])
+             + "." + "".join(f" In {m} the sink all but disappears (below $2u_n$) at {layers_of(ls)}, between "
+                             "stronger layers." for m, ls in dips.items() if ls))
+    others = [m for m in models if m not in rising]
+    shape += (f" A significant rising trend ($p < 0.01$) appears in {who(rising, models)}"
+              + (f", with $\\rho$ = {span([sink_rows[m]['rho'] for m in rising], '{:+.2f}')}" if rising else "")
+              + (f"; for the others $|\\rho|$ is {span([abs(sink_rows[m]['rho']) for m in others])}"
+                 if others and rising else "") + ".")
+    text = (f"The random-initialised nulls stay within a factor {spread[widest]:.2f} of $u_n$ in every layer of "
+            f"every model (the widest spread is {widest}'s). The trained sink peaks after the first layer in "
+            f"{who(after, models)}, at {span([sink_stats[m]['peak'] for m in models], '{:.1f}')} times $u_n$. "
+            f"Model by model:\n\n- In the first layer, {'; '.join(first)}.\n- {' '.join(last)}\n- {shape}\n\n")
+    text += ('So "the sink grows with depth" is '
+             + ("true in every model here." if len(rising) == len(models) else
+                f"true only in a coarse sense: the sink is weak in the first layer of {who(near, models)} and strong "
+                f"somewhere above (a peak above $5u_n$) in {who(strong, models)}."))
+    text += (f" Shuffling the tokens keeps the shape of the curve in {who(keeps, models)} (Spearman correlation "
+             f"{span([sink_stats[m]['shuffled_rho'] for m in models])} between the trained and shuffled per-layer "
+             "curves)" + (". This fits a sink that belongs to the first position and the special tokens rather than "
+                          "to what the passage says." if len(keeps) == len(models) else "."))
+    return text
+
+
+def sink_removal(reports: dict, gaps: dict, gap_stats: dict, sink_stats: dict) -> str:
+    """How far removing the sink moves two walk metrics, trained against the nulls (``beyond_gap_says``)."""
+    models = list(reports)
+    null_big = {m: max(s["rev"][1], s["tv"][1]) for m, s in gap_stats.items()}
+    quiet = [m for m in models if null_big[m] < 0.01]
+    five = [m for m in models if all(gap_stats[m][k][0] > 5 * gap_stats[m][k][1] for k in ("rev", "tv"))]
+    two_signs = [m for m in models if gaps["rev"][m]["trained"][0].min() < 0 < gaps["rev"][m]["trained"][0].max()]
+    text = (f"For the nulls, removing the sink moves neither metric by more than $0.01$ in {who(quiet, models)}"
+            + "".join(f"; in {m}, whose random-init sink mass reaches {sink_stats[m]['null_max']:.1f}$u_n$, by up "
+                      f"to {null_big[m]:.3f}" for m in models if m not in quiet) + ". "
+            f"For the trained models the largest change is {span([gap_stats[m]['rev'][0] for m in models])} in the "
+            f"reversibility defect and {span([gap_stats[m]['tv'][0] for m in models])} in `tv`; the changes of "
+            f"both metrics are at least five times the nulls' in {who(five, models)}.")
+    text += " A sink-inclusive reversibility curve is therefore partly a curve of the sink." if five else ""
+    text += (f" The sign of $\\Delta$ is not fixed: in {who(two_signs, models)} removing the sink makes some layers "
+             "look more reversible and others less, so neither convention is \"conservative\" in general, which is "
+             "why the book reports both." if two_signs else
+             " Here the layer means of $\\Delta$ keep one sign within each model, but nothing forces them to, so "
+             "neither convention is \"conservative\" in general, which is why the book reports both.")
+    return text
+
+
+def overlap(reports: dict, overlap_stats: dict, n_one: int) -> str:
+    """Read-write overlap against the random value d_h/d (``beyond_overlap_says``); ``n_one``: heads within
+    0.01 of an overlap of one."""
+    models = list(reports)
+    higher = [m for m in models if overlap_stats[m]["mean"] > overlap_stats[m]["ref"]]
+    half = [m for m in models if overlap_stats[m]["max"] > 0.5]
+    top = max(s["max"] for s in overlap_stats.values())
+    text = (f"The null sits on $d_h/d$ in every model (its mean overlap is "
+            f"{span([s['null'] / s['ref'] for s in overlap_stats.values()], '{:.3f}')} times $d_h/d$), as "
+            "{prf:ref}`prop-random-overlap` predicts. Trained heads overlap more than that on average in "
+            f"{who(higher, models)} (mean " + ", ".join(f"{overlap_stats[m]['mean']:.2f} against "
+                                                      f"{overlap_stats[m]['ref']:.2f} in {m}" for m in models) + ")"
+            + (f", some heads reach above $0.5$ in {who(half, models)}" if half else "")
+            + f", and the largest overlap of any head is {top:.2f}")
+    text += (". In the language of P3, no head's value sub-bundle is invariant: every head moves part of each "
+             "message out of the subspace it read it from, so no head transport is a connection on a fixed "
+             "sub-bundle." if n_one == 0 else
+             f": {n_one} head{'s come' if n_one > 1 else ' comes'} within $0.01$ of $\\omega_h = 1$, nearly mapping "
+             "its value sub-bundle to itself as P3's condition asks.")
+    return text
+
+
+def edge(e: dict) -> str:
+    """One decoder's heaviest edges as operators (``beyond_edge_says``); ``e``: the cell's numbers (``G``,
+    ``d_h``, ``d``, ``min_rank``, ``ratio``, ``rho_rg``, ``p_rg``, ``rho_copy``, ``p_copy``, ``rho_gate``,
+    ``p_gate``, ``first_c``, ``last_c``, ``layers``: the two figure layers, ``share``: ``{layer: share of
+    eigenvalues with a positive real part}``, ``predecessor``)."""
+    def lean(s):
+        return ("lie on both sides of the imaginary axis" if 0.35 <= s <= 0.65 else
+                "lean to the right" if s > 0.65 else "lean to the left") + f" ({s:.0%} with a positive real part)"
+
+    def trend_word(r, p, up, down):
+        return up if r > 0 and p < 0.01 else down if r < 0 and p < 0.01 else "shows no clear trend"
+
+    rank = e["G"] * e["d_h"]
+    early, late_ = e["layers"]
+    text = "First, " + (f"the rank bound is attained: every heaviest edge carries a transport of rank exactly "
+                        f"$G d_h = {rank}$, in a stream of $d = {e['d']}$." if e["min_rank"] == rank else
+                        f"the rank bound is not always attained: the lowest numerical rank of a heaviest edge is "
+                        f"{e['min_rank']}, below $G d_h = {rank}$.")
+    text += (f" Second, the edge's top singular value lies {'well ' if e['ratio'] < 0.5 else ''}below the bound of "
+             f"item 2 (median ratio {e['ratio']:.2f})")
+    text += (". Heads that read different groups do not add up coherently, so mixing lowers the top of the "
+             "spectrum relative to the heads that carry the edge; the ratio grows with the largest gate "
+             f"($\\rho = {e['rho_rg']:+.2f}$), towards one where a single head takes most of the gate."
+             if e["rho_rg"] > 0 and e["p_rg"] < 0.05 else
+             f", and the ratio does not grow clearly with the largest gate ($\\rho = {e['rho_rg']:+.2f}$).")
+    text += (f" Third, with depth the edge's copy score {trend_word(e['rho_copy'], e['p_copy'], 'rises', 'falls')} "
+             f"($\\rho = {e['rho_copy']:+.2f}$): it is {e['first_c']:+.2f} on average in the first third of the "
+             f"layers, where the eigenvalues (layer {early} in the figure) {lean(e['share'][early])}, and "
+             f"{e['last_c']:+.2f} in the last third, where they (layer {late_}) {lean(e['share'][late_])}. The "
+             f"largest gate {trend_word(e['rho_gate'], e['p_gate'], 'grows', 'shrinks')} with depth "
+             f"($\\rho = {e['rho_gate']:+.2f}$)"
+             + (": fewer heads carry the edge." if e["rho_gate"] > 0 and e["p_gate"] < 0.01 else "."))
+    text += (f" In the last third, {e['predecessor']:.0%} of the heaviest edges go from a token to its predecessor"
+             + (", so in the late layers of this model the strongest edge brings in the previous token through a "
+                "transport that partly copies it." if e["predecessor"] > 0.5 and e["last_c"] > 0.2 else "."))
+    return text
+
+
+def summary(reports: dict, copy_stats: dict, sink_stats: dict, overlap_stats: dict) -> str:
+    """The opening in plain words: the chapter's three model-wide findings, against random init."""
+    models = list(reports)
+    heads = sum(s["copying"] + s["suppressing"] for s in copy_stats.values())
+    total = sum(s["heads"] for s in copy_stats.values())
+    higher = [m for m in models if overlap_stats[m]["mean"] > overlap_stats[m]["ref"]]
+    return (f"The same measurements show more than the three claims' answers. Across {len(models)} small models, "
+            f"{heads} of {total} trained heads clearly copy their input or push it away (a copy score beyond "
+            f"±0.2), while no random head's score exceeds {max(s['null_max'] for s in copy_stats.values()):.3f} "
+            f"in absolute value; the attention sink peaks at {span([s['peak'] for s in sink_stats.values()], '{:.0f}')} times the "
+            f"share a uniform walk gives the same tokens; and the subspaces a head reads from and writes to overlap "
+            f"more than random subspaces do in {who(higher, models)}. No verdict on E1-E3 is given here.")
+
+
+def copy_take(copy_stats: dict) -> str:
+    top = max(max(s["max"], -s["min"]) for s in copy_stats.values())
+    null = max(s["null_max"] for s in copy_stats.values())
+    return (f"Trained heads reach copy scores of {top:.2f} in absolute value, random ones at most {null:.3f}.")
+
+
+def box(headline: dict) -> str:
+    """The opening box: the headline numbers, one line per model (``beyond_findings``)."""
+    return "\n".join(
+        f"- **{m}**: {h['copying']} copying and {h['suppressing']} suppressing heads (random-init |copy score| "
+        f"at most {h['null_max_c']}); the sink peaks at {h['sink_peak_over_u']}x the uniform walk's share; "
+        f"read/write overlap {h['overlap']} against {h['overlap_ref']} for random subspaces"
+        for m, h in headline.items())
+
+
+def paragraphs(reports: dict, *, copy_stats: dict, copy_rows: dict, sink_stats: dict, sink_rows: dict,
+               gaps: dict, gap_stats: dict, overlap_stats: dict, n_one: int, edges: dict,
+               headline: dict) -> dict[str, str]:
+    """Every glued text of the chapter (:data:`KEYS`), from the statistics its cells compute."""
+    out = {"beyond_summary": summary(reports, copy_stats, sink_stats, overlap_stats),
+           "beyond_copy_take": copy_take(copy_stats), "beyond_findings": box(headline),
+           "beyond_threshold_null": threshold_null(copy_stats),
+           "beyond_copy_says": copying(reports, copy_stats, copy_rows),
+           "beyond_sink_says": sink(reports, sink_stats, sink_rows),
+           "beyond_gap_says": sink_removal(reports, gaps, gap_stats, sink_stats),
+           "beyond_overlap_says": overlap(reports, overlap_stats, n_one), "beyond_edge_says": edge(edges)}
+    assert tuple(out) == KEYS
+    return out

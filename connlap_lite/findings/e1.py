@@ -1,0 +1,512 @@
+"""*E1: stability*, in words: the chapter's computed paragraphs, from its reports and the rule's rows.
+
+:func:`paragraphs` returns every glued text of the chapter (:data:`KEYS`); each of the other functions
+writes one of them and can be called alone. Verdict words are read from the rows
+(:mod:`connlap_lite.report`'s rules), never chosen here.
+
+Chapter: *E1*.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import report as R
+from ..prose import names, span, who
+from ..rules_history import e1_rule1
+from ..scorecard import verdict_box
+
+GRAPH = ("tv", "tv_norm", "spec", "cross", "rev")
+METRICS = GRAPH + tuple(g + "_nosink" for g in GRAPH)        # the ten metrics that get a verdict
+SEPARATIONS = ("tv_norm_nosink", "sep2_tv_norm_nosink", "sep3_tv_norm_nosink", "sep4_tv_norm_nosink")
+WALK_KEYS = ("tv", "tv_norm", "rev", "tv_nosink", "tv_norm_nosink", "rev_nosink", "sink")
+NEAR = 0.05          # a null "stays near U" when every layer's walk is within this distance of the uniform walk
+KEYS = ("e1_summary", "e1_main_take", "e1_verdict", "e1_sizes", "e1_sinks_take", "e1_tv_take",
+        "e1_nulls_take", "e1_profile_take", "e1_spec_take", "e1_rev_take", "e1_diag_says", "e1_tv_says", "e1_nulls_says", "e1_spec_says",
+        "e1_rev_says", "e1_says", "e1_structures_says", "e1_q4_says", "e1_long_says")
+
+
+# ----------------------------------------------------------------------- reading (report's rules only)
+def label(row: dict) -> str:
+    """The row's verdict, with the condition met when exactly one is: ``'partly (trend)'``, ``'partly (level)'``.
+
+    >>> label({"verdict": "partly", "falls": False, "below_nulls": True})
+    'partly (level)'
+    >>> label({"verdict": "holds", "falls": True, "below_nulls": True})
+    'holds'
+    """
+    below = row.get("below_nulls", row.get("below_null"))
+    if row["verdict"] != "partly" or row.get("falls") == below:
+        return row["verdict"]
+    return row["verdict"] + (" (trend)" if row.get("falls") else " (level)")
+
+
+def _late(rep, metric, cond="trained") -> float:
+    return float(R.late_value(rep, metric, cond).mean())
+
+
+def _rho(rep, metric, cond="trained") -> float:
+    return R.depth_trend(rep, metric, cond)[0]
+
+
+def _falls(rep, metric) -> bool:
+    """The curve falls with depth, reading its layer means as independent points (a description, not the rule)."""
+    rho, p = R.depth_trend(rep, metric)
+    return rho < 0 and p < R.ALPHA
+
+
+def _models(reports) -> list[str]:
+    return [r["model"] for r in reports]
+
+
+def _decoders(reports) -> list[str]:
+    return [r["model"] for r in reports if not r["encoder"]]
+
+
+def registered(rows: list[dict]) -> dict[str, dict]:
+    """``{model: row}``: each model's E1 row of the scorecard ``rows`` (the registered metric)."""
+    return {x["model"]: x for r in rows if r["claim"] == "E1" for x in r["per_model"]}
+
+
+def ten_metrics(reports: list[dict], rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """The rule on all ten graph metrics: ``{(model, metric): row}``. The registered metric's rows are the
+    scorecard's (its table: a structure's models); the nine others form one Holm family per structure."""
+    grid = {}
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if group:
+            for row in R.e1_table(group, [k for k in METRICS if k != R.E1_METRIC]):
+                grid[row["model"], row["metric"]] = row
+    for m, row in registered(rows).items():
+        grid[m, R.E1_METRIC] = row
+    return grid
+
+
+def near_uniform(reports: list[dict]) -> list[str]:
+    """The models whose random-init walks stay within :data:`NEAR` of the uniform walk in every layer."""
+    return [r["model"] for r in reports
+            if max(R.layer_means(r, "uniform_dist", c).max() for c in R.random_nulls(r)) < NEAR]
+
+
+# ----------------------------------------------------------------------- the paragraphs
+def summary(reports: list[dict], rows: list[dict]) -> str:
+    """The chapter's opening, in plain words: what the deep layers do against the strongest null, the
+    input-specific structure of neighbouring layers, and the registered verdict per structure."""
+    reg = registered(rows)
+    models = _models(reports)
+    below = [m for m in models if reg[m].get("below_nulls")]
+    falls = [m for m in models if reg[m].get("falls")]
+    inner = [m for m in models if all(k in reg[m]["late_nulls"] for k in R.INNER_NULLS)]
+    every_depth = [r["model"] for r in reports if r["model"] in inner and all(
+        (R.layer_means(r, R.E1_METRIC) < R.layer_means(r, key)).all() for key in R.INNER_NULLS.values())]
+    verdicts = "; ".join(f"*{r['verdict']}* for the {r['structure']}{'s' if len(r['models']) > 1 else ''}"
+                         for r in rows if r["claim"] == "E1")
+    n_dec = len(_decoders(reports))
+    n_enc = len(models) - n_dec
+    text = (f"Measured on {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
+            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention, with the attention sinks set aside, is "
+            f"closer to the next layer's than any null makes it in {who(below, models)}; it grows closer with "
+            f"depth faster than in a randomly initialised copy in {who(falls, models)}.")
+    if inner:
+        text += (f" At every depth, consecutive layers of one passage are more alike than a layer and the next "
+                 f"layer of another passage, or a positions-only average, in {who(every_depth, inner)}"
+                 + (": there neighbouring layers share structure specific to their input, which is not the same "
+                    "as settling into one operator." if every_depth else "."))
+    return text + f" The rule registered before the measurements gives: {verdicts}."
+
+
+def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
+    """The first sentence of each figure's caption, computed: what the figure shows on this build's data."""
+    from ..prose import sizes
+
+    models, reg = _models(reports), registered(rows)
+    rep = dict(zip(models, reports))
+    seeds = {m: R.random_nulls(r) for m, r in rep.items()}
+    made = [m for m in models
+            if _late(rep[m], "sink") > 3 * max(R.layer_means(rep[m], "sink", c).max() for c in seeds[m])]
+    below_seeds = [m for m in models if _late(rep[m], "tv_norm") < min(_late(rep[m], "tv_norm", c) for c in seeds[m])]
+    inner = [m for m in models if all(k in reg[m]["late_nulls"] for k in R.INNER_NULLS)]
+    below_cross = [m for m in inner if reg[m]["late_trained"] < reg[m]["late_nulls"]["cross-passage"]]
+    rising = [r["model"] for r in reports if len(p := separation_profile(r)) > 1
+              and all(b > a for a, b in zip(p, p[1:]))]
+    spec_rises = [m for m in models if _rho(rep[m], "spec_nosink") > 0]
+    rev_ns_above = [m for m in models if _late(rep[m], "rev_nosink")
+                    > max(_late(rep[m], "rev_nosink", c) for c in seeds[m])]
+    rev_low = [m for m in models if _late(rep[m], "rev") < 0.5 * min(_late(rep[m], "rev", c) for c in seeds[m])]
+    raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
+                 < R.layer_means(rep[m], "tv").min()]
+    return {
+        "e1_main_take": (f"Deep layers closer to their neighbours than the strongest null: "
+                         f"{who([m for m in models if reg[m].get('below_nulls')], models)}; a fall with depth "
+                         f"steeper than every random-init seed's: "
+                         f"{who([m for m in models if reg[m].get('falls')], models)}."),
+        "e1_sizes": sizes(r["parameters"] for r in reports),
+        "e1_sinks_take": (f"The late sink mass exceeds three times any random-init seed's in "
+                          f"{who(made, models)}."),
+        "e1_tv_take": (f"Normalised, the trained late layers are closer to each other than every random-init "
+                       f"seed's in {who(below_seeds, models)}; raw, every random-init step lies below every trained "
+                       f"step in {who(raw_below, models)}."),
+        "e1_nulls_take": (f"Against the nulls made from the trained model itself, consecutive layers of one passage "
+                          f"stay closer than a layer and the next layer of another passage in "
+                          f"{who(below_cross, inner)}."),
+        "e1_profile_take": (f"Layers further apart differ more, even in the deep layers, in {who(rising, models)}"
+                            + (": there the deep walks keep changing rather than settling on one operator."
+                               if rising else ".")),
+        "e1_spec_take": f"The sink-free spectra change more from layer to layer with depth in {who(spec_rises, models)}.",
+        "e1_rev_take": (f"Without their sinks, the late layers are less reversible than every random-init seed's "
+                        f"in {who(rev_ns_above, models)}; with them, the late defect is below half of every seed's "
+                        f"in {who(rev_low, models)}."),
+    }
+
+
+def diagnostics(reports: list[dict]) -> str:
+    """Sink mass and distance from uniform, against the random-init seeds (``e1_diag_says``)."""
+    models, decoders = _models(reports), _decoders(reports)
+    rep = dict(zip(models, reports))
+    sink = {m: R.layer_means(r, "sink") for m, r in rep.items()}
+    null_sink = {m: max(R.layer_means(r, "sink", c).max() for c in R.random_nulls(r)) for m, r in rep.items()}
+    made = [m for m in models if _late(rep[m], "sink") > 3 * null_sink[m]]
+    grows = [m for m in models if _late(rep[m], "sink") > sink[m][0]]
+    peak = {m: float(sink[m].max()) for m in models}
+    falls_back = [m for m in decoders if sink[m][-1] < 0.9 * peak[m]]
+    shuffle_lower = [m for m in decoders if _late(rep[m], "sink", "shuffled") < _late(rep[m], "sink")]
+    null_far = {m: max(R.layer_means(r, "uniform_dist", c).max() for c in R.random_nulls(r)) for m, r in rep.items()}
+    near = near_uniform(reports)
+    off = [m for m in models if m not in near]
+    encoders = [m for m in models if m not in decoders]
+    text = (f"**What the diagnostics say.** The mean sink mass over the last third of the layers is more than "
+            f"three times the largest value of any random-init seed in {who(made, models)}, and larger than in "
+            f"the first layer in {who(grows, models)}")
+    text += (f". No random-init seed reaches a third of it, so in "
+             f"{'every model' if len(made) == len(models) else names(made)} training makes the sinks. " if made
+             else ". By this measure no model's sinks come from training. ")
+    if decoders:
+        text += (f"The decoders' peak sink mass is {span([peak[m] for m in decoders])}"
+                 + (f" (the encoder's {span([peak[m] for m in encoders])})" if encoders else "")
+                 + f", and towards the output it falls below 90% of its peak in "
+                 f"{who(falls_back, decoders, 'decoder')}. On shuffled text the late layers put less mass on the "
+                 f"sink than on real text in {who(shuffle_lower, decoders, 'decoder')}.")
+    text += ("\n\n" + ("The lower row shows the pitfall that motivated `tv_norm`. " if near else "")
+             + f"The random-init walks stay within {NEAR} of the uniform walk in every layer in {who(near, models)}, "
+             f"while the trained walks' smallest distance from it is "
+             f"{span([R.layer_means(rep[m], 'uniform_dist').min() for m in models])}.")
+    if off:
+        text += (f" The exception{'s are' if len(off) > 1 else ' is'} "
+                 + ", ".join(f"{m}, whose random-init walks are up to {null_far[m]:.2f} away" for m in off)
+                 + ": a design difference (an RMS norm on queries and keys keeps random scores from being small "
+                 "in Gemma-3) that must not be read as an effect of scale ({ref}`e3-scale`).")
+    return text
+
+
+def distances(reports: list[dict]) -> str:
+    """Raw and normalised distances between consecutive layers against the nulls (``e1_tv_says``)."""
+    models = _models(reports)
+    rep = dict(zip(models, reports))
+    seeds = {m: R.random_nulls(r) for m, r in rep.items()}
+    raw_null_falls = [m for m in models if all(_rho(rep[m], "tv", c) < 0 for c in seeds[m])]
+    null_closer = [m for m in raw_null_falls if all(_rho(rep[m], "uniform_dist", c) < 0 for c in seeds[m])]
+    null_tvn = [_late(rep[m], "tv_norm", c) for m in models for c in seeds[m]]
+    late_tvn = {m: _late(rep[m], "tv_norm") for m in models}
+    first = lambda m, k: float(R.layer_means(rep[m], k)[0])            # noqa: E731
+    sink_carries = [m for m in models if late_tvn[m] / first(m, "tv_norm")
+                    < _late(rep[m], "tv_norm_nosink") / first(m, "tv_norm_nosink")]
+    real_steadier = [m for m in models if _late(rep[m], "tv_norm", "shuffled") > late_tvn[m]]
+    raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
+                 < R.layer_means(rep[m], "tv").min()]
+    raw_ratio = [_late(rep[m], "tv") / np.mean([_late(rep[m], "tv", c) for c in seeds[m]]) for m in models]
+    below_seeds = [m for m in models if late_tvn[m] < min(_late(rep[m], "tv_norm", c) for c in seeds[m])]
+    below_one = [m for m in models if late_tvn[m] < 1]
+    text = (("The raw distance makes the pitfall visible. " if raw_below else "")
+            + f"Every random-init step lies below every trained step in {who(raw_below, models)}; over the last "
+            f"third of the layers the trained raw `tv` is {span(raw_ratio, '{:.1f}')} times the seeds' mean. The "
+            f"raw `tv` of every random-init seed *falls* with depth in {who(raw_null_falls, models)}")
+    if null_closer:
+        text += (f", and in {'each of them' if null_closer == raw_null_falls else names(null_closer)} the seeds' "
+                 "walks also come closer to $U$ with depth, so consecutive null walks get closer without any "
+                 "training")
+    text += f". Normalised, the seeds' `tv_norm` over the last third of the layers is {span(null_tvn)}, "
+    text += ("near $\\sqrt 2 \\approx 1.41$, the value for small independent fluctuations around $U$ (third "
+             "exercise)." if all(abs(v - math.sqrt(2)) < 0.15 for v in null_tvn) else
+             "against $\\sqrt 2 \\approx 1.41$ for small independent fluctuations around $U$ and about 1 for large "
+             "ones (third exercise).")
+    text += (f"\n\nThe trained models' late `tv_norm` is {span(late_tvn.values())}, below every random-init seed's "
+             f"in {who(below_seeds, models)} and below 1 in {who(below_one, models)}"
+             + (": there, consecutive late layers are on average closer to each other than to uniform attention. "
+                if below_one else ". ")
+             + "The curve falls with depth (Spearman's $\\rho < 0$ with $p < 0.05$, reading the layer means as "
+             f"independent points, which they are not) in {who([m for m in models if _falls(rep[m], 'tv_norm')], models)}; "
+             f"with the sinks removed, in {who([m for m in models if _falls(rep[m], 'tv_norm_nosink')], models)}. "
+             f"In {who(sink_carries, models)} the relative drop from the first step to the last third is larger "
+             "with the sinks than without them"
+             + (", which is what a growing sink does: more and more of each row goes to the same column, so "
+                "consecutive walks look alike." if sink_carries else ".")
+             + f" Late layers are steadier on real text than on shuffled text (a higher shuffled `tv_norm`) in "
+             f"{who(real_steadier, models)}.")
+    return text
+
+
+def separation_profile(report: dict) -> list[float]:
+    """The deep part of the layer-separation profile: the late mean of each separation ``k = 1..4`` measured."""
+    return [_late(report, k) for k in SEPARATIONS if k in report["conditions"]["trained"]]
+
+
+def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:
+    """The registered metric against the nulls inside the trained model, and the separation profile
+    (``e1_nulls_says``)."""
+    models, reg = _models(reports), registered(rows)
+    inner = [m for m in models if all(k in reg[m]["late_nulls"] for k in R.INNER_NULLS)]
+    within = {m: reg[m]["late_trained"] for m in models}
+    seeds_late = [min(reg[m]["late_nulls"][c] for c in reg[m]["null_rho"]) for m in models]
+    profile = {r["model"]: separation_profile(r) for r in reports}
+    rising = [m for m in models if len(profile[m]) > 1 and all(b > a for a, b in zip(profile[m], profile[m][1:]))]
+    text = f"Over the last third of the layers, the trained `tv_norm_nosink` is {span(within.values())}"
+    if inner:
+        cross = {m: reg[m]["late_nulls"]["cross-passage"] for m in inner}
+        posit = {m: reg[m]["late_nulls"]["positional"] for m in inner}
+        text += (f", the cross-passage null {span(cross.values())}, the positional null {span(posit.values())}")
+    text += f" and the lowest random-init seed {span(seeds_late)}."
+    if inner:
+        text += (f" Consecutive layers of one passage are closer than a layer and the next layer of another passage "
+                 f"in {who([m for m in inner if within[m] < cross[m]], inner)}, and closer than the positional "
+                 f"operator in {who([m for m in inner if within[m] < posit[m]], inner)}: where they are, "
+                 "consecutive layers share structure that is specific to their input.")
+    text += (" The strongest null (the lowest late value) is "
+             + "; ".join(f"{m}: {reg[m]['strongest_null']}" for m in models) + ". "
+             f"The deep part of the separation profile rises at every step of $k$ in {who(rising, models)} "
+             "(last-third values for k = 1 to 4: "
+             + "; ".join(f"{m} " + ", ".join(f"{v:.2f}" for v in profile[m]) for m in models) + ")")
+    text += (". Where it rises, layers further apart differ more even in the deep layers, the signature of "
+             "operators that keep changing with depth rather than settling on one." if rising else
+             ". No model's profile rises at every step, so this test does not show the deep operators changing "
+             "with depth.")
+    return text
+
+
+def spectra(reports: list[dict]) -> str:
+    """The spectral distance between consecutive layers (``e1_spec_says``)."""
+    models = _models(reports)
+    rep = dict(zip(models, reports))
+    falls = [m for m in models if any(_falls(rep[m], k) for k in ("spec", "spec_nosink"))]
+    rises = [m for m in models if _rho(rep[m], "spec_nosink") > 0]
+    last_big = [m for m in models if all(R.layer_means(rep[m], k)[-1] > R.layer_means(rep[m], k)[0]
+                                         for k in ("spec", "spec_nosink"))]
+    return (f"The spectral distance between consecutive layers falls with depth ($\\rho < 0$, $p < 0.05$) in "
+            f"{who(falls, models)} for `spec` or `spec_nosink`. The sink-removed spectra change *more* from layer "
+            f"to layer as depth grows ($\\rho > 0$) in {who(rises, models)}, and the last step is larger than the "
+            f"first, with and without sinks, in {who(last_big, models)}. Judged by the geometry of the undirected "
+            "graph rather than by row-wise agreement, "
+            + ("the operators do not settle in any model." if not falls else
+               f"the operators settle in {who(falls, models)} only."))
+
+
+def cross_and_reversibility(reports: list[dict]) -> str:
+    """Cross-passage spectra and the reversibility defect, with and without sinks (``e1_rev_says``)."""
+    from ..stats import spearman
+
+    models = _models(reports)
+    rep = dict(zip(models, reports))
+    null_level = lambda m, k: [_late(rep[m], k, c) for c in R.random_nulls(rep[m])]   # noqa: E731
+    sink_rev = {m: spearman(R.layer_means(rep[m], "sink"), R.layer_means(rep[m], "rev"))[0] for m in models}
+    cross_falls = [m for m in models if any(_falls(rep[m], k) for k in ("cross", "cross_nosink"))]
+    cross_apart = [m for m in models if _rho(rep[m], "cross_nosink") > 0]
+    cross_ratio = {m: _late(rep[m], "cross") / max(null_level(m, "cross")) for m in models}
+    cross_above = [m for m in models if cross_ratio[m] > 1]
+    near = [m for m in cross_above if m in near_uniform(reports)]
+    rev_low = [m for m in models if _late(rep[m], "rev") < 0.5 * min(null_level(m, "rev"))]
+    rev_ns_above = [m for m in models if _late(rep[m], "rev_nosink") > max(null_level(m, "rev_nosink"))]
+    text = (f"**Across passages** (`cross`), the layer operators become more alike with depth ($\\rho < 0$, "
+            f"$p < 0.05$) in {who(cross_falls, models)}, and the sink-removed spectra of different passages drift "
+            f"*apart* in deeper layers ($\\rho > 0$ for `cross_nosink`) in {who(cross_apart, models)}. Over the "
+            f"last third of the layers the trained `cross` is above every random-init seed's in "
+            f"{who(cross_above, models)} ({span(cross_ratio.values(), '{:.1f}')} times the highest seed's)")
+    text += (f". In {'every model' if len(near) == len(models) else names(near)} the random-init walks stay near "
+             "$U$, and walks near $U$ have spectra near $U$'s whatever the passage, so that null is small by "
+             "construction.\n\n" if near else ".\n\n")
+    text += ("**Reversibility** shows most clearly how sinks can fake the claim. When every row puts most of its "
+             "mass on token 1, the walk is close to the rank-one chain $\\mathbf 1 \\pi^\\top$, whose rows are all "
+             "equal; such a chain is exactly reversible, since $\\pi_i \\pi_j = \\pi_j \\pi_i$, so a growing sink "
+             "drives `rev` towards zero whatever the other tokens do. With sinks, the late `rev` is below half of "
+             f"every random-init seed's in {who(rev_low, models)}; across the layers `rev` and the sink mass move "
+             f"in near-perfect opposition (Spearman $\\rho < -0.8$) in "
+             f"{who([m for m in models if sink_rev[m] < -0.8], models)}; and `rev` falls significantly with depth "
+             f"in {who([m for m in models if _falls(rep[m], 'rev')], models)}. Remove the sinks and `rev_nosink` "
+             f"falls significantly in {who([m for m in models if _falls(rep[m], 'rev_nosink')], models)}, while "
+             f"its late layers are *less* reversible than every random-init seed's walks in "
+             f"{who(rev_ns_above, models)}.")
+    return text
+
+
+def _by_metric(verdicts: dict, models: list[str], word: str) -> str:
+    """'`tv_norm` in every model; `rev` in a, b': the metrics whose verdict is ``word``, with their models."""
+    out = []
+    for k in METRICS:
+        ms = [m for m in models if verdicts[m, k] == word]
+        if ms:
+            out.append(f"`{k}` in " + ("every model" if len(ms) == len(models) else ", ".join(ms)))
+    return "; ".join(out)
+
+
+def rule1_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
+    """The first rule's verdicts (replaced 2026-11-30) on the ten metrics, for the record: ``{(model, metric):
+    label}``."""
+    return {(r["model"], k): label(e1_rule1(r, k)) for r in reports for k in METRICS}
+
+
+def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
+    """Where the rule holds, partly holds and does not, on the ten metrics, and against the first rule
+    (``e1_says``)."""
+    models, decoders = _models(reports), _decoders(reports)
+    now = {key: label(row) for key, row in grid.items()}
+    old = rule1_labels(reports)
+    words = sorted(set(now.values()), key=list(now.values()).index)
+    total = len(now)
+    holds = [key for key, row in grid.items() if row["verdict"] == "holds"]
+    text = (f"**Where E1 holds.** Under the rule, E1 holds for {len(holds)} of {total} model-metric pairs"
+            + (f": {_by_metric(now, models, 'holds')}." if holds else "."))
+    partial = [w for w in words if w.startswith("partly")]
+    reg = registered(rows)
+    text += ("\n\n**Where it partly holds.** "
+             + " ".join(f"*{w}*: {sum(v == w for v in now.values())} pairs ({_by_metric(now, models, w)})."
+                        for w in partial)
+             + ("No pair partly holds." if not partial else "")
+             + f" The registered metric `tv_norm_nosink` sits over the last third of the layers at "
+             f"{span([x['late_trained'] for x in reg.values()])}, against "
+             f"{span([x['late_nulls'][x['strongest_null']] for x in reg.values()])} for each model's strongest null.")
+    never_word = {row["verdict"] for row in grid.values() if not row.get("falls")
+                  and not row.get("below_nulls", row.get("below_null"))}
+    fail = [key for key, row in grid.items() if row["verdict"] in never_word]
+    never = [k for k in METRICS if all((m, k) in fail for m in models)]
+    wrong = [(m, k) for m in decoders for k in never if k.endswith("_nosink") and grid[m, k]["rho"] > 0]
+    dec_curves = [(m, k) for m in decoders for k in never if k.endswith("_nosink")]
+    text += (f"\n\n**Where it does not.** {len(fail)} pairs fail both conditions; "
+             + (f"{', '.join(f'`{k}`' for k in never)} fail{'s' if len(never) == 1 else ''} them in every model. "
+                if never else "no metric fails them in every model. ")
+             + (f"In the decoders, {len(wrong)} of these {len(dec_curves)} sink-free curves move in the *wrong* "
+                "direction ($\\rho > 0$)." if dec_curves else ""))
+    differ = [key for key in now if old[key] != now[key]]
+    text += (f"\n\n**Against the first rule.** {len(differ)} of {total} verdicts differ"
+             + (": " + ", ".join(f"{m} `{k}` ({old[m, k]} -> {now[m, k]})" for m, k in differ) + "."
+                if differ else "."))
+    return text
+
+
+def structures(reports: list[dict]) -> str:
+    """The encoder against the decoders: sinks, points per curve, shuffled text (``e1_structures_says``)."""
+    models, decoders = _models(reports), _decoders(reports)
+    rep = dict(zip(models, reports))
+    encoders = [m for m in models if m not in decoders]
+    gap = {m: max(abs(_late(rep[m], k, "shuffled") / _late(rep[m], k) - 1) for k in WALK_KEYS) for m in models}
+    text = ""
+    if decoders:
+        peak = [float(R.layer_means(rep[m], "sink").max()) for m in decoders]
+        carries = [m for m in decoders if _late(rep[m], "tv_norm") / R.layer_means(rep[m], "tv_norm")[0]
+                   < _late(rep[m], "tv_norm_nosink") / R.layer_means(rep[m], "tv_norm_nosink")[0]]
+        text += (f"In the decoders, a first-token sink takes {span(peak)} of the attention at its peak; the "
+                 f"sink-inclusive `tv_norm` falls further than the sink-free one in "
+                 f"{who(carries, decoders, 'decoder')}; and the sink-free spectra change more with depth in "
+                 f"{who([m for m in decoders if _rho(rep[m], 'spec_nosink') > 0], decoders, 'decoder')}. ")
+    for m in encoders:
+        text += (f"{m} has {rep[m]['layers'] - 1} layer-to-layer points, so only a nearly perfect trend could pass a "
+                 f"test on its curve; its walk-level curves on shuffled passages are within {gap[m]:.0%} of those "
+                 "on real text (last-third means of " + ", ".join(f"`{k}`" for k in WALK_KEYS) + ")"
+                 + (", so whatever stability its attention graphs have does not depend on word order. "
+                    if gap[m] < 0.1 else ". "))
+    if decoders:
+        text += f"In the decoders the same gap reaches {span([gap[m] for m in decoders], '{:.0%}')}."
+    return text.strip()
+
+
+def quantisation(report: dict, q4: dict, q4_grid: dict, grid: dict) -> str:
+    """A 4-bit round trip of the one float model: how far it moves the curves and whether it moves a verdict
+    (``e1_q4_says``; ``q4_grid``: ``{metric: row}`` with the Q4 model in the trained model's place)."""
+    m = report["model"]
+    shift = {k: float(np.abs(R.layer_means(q4, k) - R.layer_means(report, k)).max()
+                      / np.abs(R.layer_means(report, k)).max()) for k in METRICS}
+    changed = [k for k in METRICS if label(q4_grid[k]) != label(grid[m, k])]
+    return (f"The 4-bit round trip moves {m}'s curves by at most {span(shift.values(), '{:.0%}')} of each curve's "
+            "largest value (metric by metric), and changes "
+            + (f"{len(changed)} of its {len(METRICS)} verdicts: "
+               + ", ".join(f"`{k}` ({label(grid[m, k])} -> {label(q4_grid[k])})" for k in changed) if changed
+               else f"none of its {len(METRICS)} verdicts") + ".")
+
+
+def long_context(short: dict, long: dict, layer_types: list[str], short_row: dict, long_row: dict,
+                 full: bool) -> str:
+    """Gemma-3 on passages longer than its sliding window, against the short passages (``e1_long_says``)."""
+    local = [i for i, k in enumerate(layer_types) if k == "sliding_attention"]
+    glob = [i for i, k in enumerate(layer_types) if k != "sliding_attention"]
+    if not local or not glob:
+        raise ValueError("layer_types must name both sliding_attention and full-attention layers, got "
+                         f"{sorted(set(layer_types))}")
+    mean = lambda rep, k, ls: float(np.mean(R.layer_means(rep, k)[ls]))     # noqa: E731
+    d = {name: mean(long, "uniform_dist", ls) - mean(short, "uniform_dist", ls)
+         for name, ls in (("local", local), ("global", glob))}
+    sink = {name: (mean(short, "sink", ls), mean(long, "sink", ls)) for name, ls in (("local", local), ("global", glob))}
+    null = long_row["strongest_null"]
+    text = (f"At {long['tokens']} tokens ({long['passages']} passages) the rule gives *{label(long_row)}* for "
+            f"Gemma-3, against *{label(short_row)}* at {short['tokens']} tokens; the late `tv_norm_nosink` is "
+            f"{long_row['late_trained']:.2f} (strongest null: {null}, {long_row['late_nulls'][null]:.2f}) against "
+            f"{short_row['late_trained']:.2f}. Going from {short['tokens']} to {long['tokens']} tokens moves the "
+            f"walks' distance from the uniform walk by {d['local']:+.3f} in the {len(local)} local layers and by "
+            f"{d['global']:+.3f} in the {len(glob)} global ones, and the sink mass from {sink['local'][0]:.2f} to "
+            f"{sink['local'][1]:.2f} (local) and from {sink['global'][0]:.2f} to {sink['global'][1]:.2f} (global).")
+    if not full:
+        text += (f" With {long['passages']} passages and {len(R.random_nulls(long))} random-init seed, this build's "
+                 "interval is wide; the full build's numbers are the ones to read.")
+    return text
+
+
+def paragraphs(reports: list[dict], rows: list[dict], grid: dict, *, q4: tuple, long: tuple,
+               full: bool = False) -> dict[str, str]:
+    """Every glued text of the chapter, ``{key: markdown}`` (:data:`KEYS`).
+
+    ``rows``: the scorecard's rows; ``grid``: :func:`ten_metrics`; ``q4``: ``(q4 report, {metric: row})`` for the
+    float model; ``long``: ``(long report, layer types, its E1 row)`` for Gemma-3's long passages.
+    """
+    q4_report, q4_grid = q4
+    long_report, layer_types, long_row = long
+    encoder = next(r for r in reports if r["model"] == q4_report["model"])
+    short = next(r for r in reports if r["model"] == long_report["model"])
+    take = takeaways(reports, rows)
+    out = {"e1_summary": summary(reports, rows), "e1_main_take": take["e1_main_take"],
+           "e1_verdict": verdict_box(rows, "E1", {f"{m}/{k}": label(row) for (m, k), row in grid.items()}),
+           **{k: take[k] for k in KEYS[3:10]},
+           "e1_diag_says": diagnostics(reports), "e1_tv_says": distances(reports),
+           "e1_nulls_says": stronger_nulls(reports, rows), "e1_spec_says": spectra(reports),
+           "e1_rev_says": cross_and_reversibility(reports), "e1_says": verdicts(reports, rows, grid),
+           "e1_structures_says": structures(reports),
+           "e1_q4_says": quantisation(encoder, q4_report, q4_grid, grid),
+           "e1_long_says": long_context(short, long_report, layer_types, registered(rows)[short["model"]],
+                                        long_row, full)}
+    assert tuple(out) == KEYS
+    return out
+
+
+# ----------------------------------------------------------------------- the tables (plain text, for print)
+def model_table(report: dict, grid: dict) -> str:
+    """One model's ten metrics: first and last value, rho with its interval, the seeds' lowest rho, the late
+    mean, the strongest null, the Holm-corrected p-values and the verdict."""
+    m = report["model"]
+    lines = [f"{m}  ({report['layers']} layers)",
+             f"  {'metric':<15}{'first':>7}{'last':>7}{'rho':>7}{'rho 95%':>16}{'seeds':>7}{'late':>7}"
+             f"{'strongest null':>24}{'p(a)':>7}{'p(b)':>7}  verdict"]
+    for k in METRICS:
+        y, row = R.layer_means(report, k), grid[m, k]
+        lo, hi = row["rho_interval"]
+        null = row["strongest_null"]
+        lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['rho']:+7.2f}{f'[{lo:+.2f}, {hi:+.2f}]':>16}"
+                     f"{min(row['null_rho'].values()):+7.2f}{row['late_trained']:7.3f}"
+                     f"{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"
+                     f"{row['p_trend_holm']:7.3f}{row['p_level_holm']:7.3f}  {label(row)}")
+    return "\n".join(lines)
+
+
+def rule_table(reports: list[dict], grid: dict) -> str:
+    """The ten metrics' verdicts under the first rule and under the rule in force, one block per model."""
+    old = rule1_labels(reports)
+    lines = []
+    for m in _models(reports):
+        lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}rule 2"]
+        lines += [f"  {k:<16}{old[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
+    return "\n".join(lines)

@@ -1,0 +1,236 @@
+"""*Known results, reproduced*, in words: the chapter's computed paragraphs, from the reports of
+:func:`connlap_lite.known.known_results` and the verdicts of :mod:`connlap_lite.known.statements`.
+
+:func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`verdict_cells` feeds the opening figure.
+Verdict words are the rows' (``agree``, ``disagree``, ``not comparable``), never chosen here.
+
+Chapter: *Known results, reproduced*.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..known.sinks import INPUTS, middle_layers
+from ..known.statements import STATEMENTS, interval, verdict_counts, verdict_table
+from ..prose import names, who
+
+KEYS = ("known_summary", "known_grid_take", "known_verdict", "known_tokens", "known_sinks", "known_special",
+        "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree")
+
+
+def rows_of(reports: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """``{model: {statement key: row}}``."""
+    return {m: {r["key"]: r for r in rep["verdicts"]} for m, rep in reports.items()}
+
+
+def verdict_cells(reports: dict[str, dict]) -> dict[tuple[str, str], str]:
+    """``{(statement label, model): verdict}`` for the opening grid (labels: :data:`STATEMENTS`' short ones)."""
+    return {(STATEMENTS[r["key"]][3], m): r["verdict"] for m, rep in reports.items() for r in rep["verdicts"]}
+
+
+def _cond(rep, c="trained"):
+    return rep["conditions"][c]
+
+
+def _rate(rep, c, i):
+    return interval(torch.tensor(_cond(rep, c)[i]["rate"], dtype=torch.float64))
+
+
+def _spread(rep, c):
+    return max(max(v) for v in _cond(rep, c)["repeated"]["spread"])
+
+
+def summary(reports: dict[str, dict]) -> str:
+    """The opening in plain words: what the chapter checks and how many published statements it reproduces."""
+    rows = [r for rep in reports.values() for r in rep["verdicts"]]
+    words = sorted({r["verdict"] for r in rows}, key=[r["verdict"] for r in rows].index)
+    counts = {w: sum(r["verdict"] == w for r in rows) for w in words}
+    return (f"Before the book's own instruments judge the seed paper, they are pointed at {len(STATEMENTS)} "
+            f"statements that others have published about attention (sinks, special tokens, rank collapse, "
+            f"doubly stochastic attention, similar neighbouring layers), on the same {len(reports)} models. Of the "
+            f"{len(rows)} statement-model pairs, " + ", ".join(f"{counts[w]} *{w}*" for w in words) + ".")
+
+
+def grid_take(reports: dict[str, dict]) -> str:
+    cells = verdict_cells(reports)
+    agree = [s for s in dict.fromkeys(s for s, _ in cells)
+             if all(v == "agree" for (t, _), v in cells.items() if t == s)]
+    return (f"{len(agree)} of the {len(STATEMENTS)} published statements are reproduced on every model"
+            + (f" ({'; '.join(agree)})." if agree else "."))
+
+
+def sinks(reports: dict[str, dict]) -> str:
+    """Gu et al.'s sink rates and the proposition (``known_sinks``)."""
+    rows = rows_of(reports)
+    models = list(reports)
+    rotary = [m for m in models if not reports[m]["absolute_positions"]]
+    lines = []
+    for m in models:
+        row = rows[m]["sink_order"]
+        nat, rnd, rep = row["trained"]
+        (d1, lo1, hi1), (d2, lo2, hi2) = row["tested"]
+        step = ("the published order holds" if row["verdict"] == "agree" else
+                f"a step is reversed beyond the noise: natural minus random is {d1:+.2f} [{lo1:+.2f}, {hi1:+.2f}], "
+                f"random minus repeated {d2:+.2f} [{lo2:+.2f}, {hi2:+.2f}]")
+        null = ", ".join(f"{v:.2f}" for v in row["null"])
+        lines.append(f"- `{m}`: natural {nat:.2f}, random {rnd:.2f}, repeated {rep:.2f} (random init: {null}); "
+                     f"{step}: **{row['verdict']}**.")
+    zero = [m for m in rotary if rows[m]["sink_repeated"]["verdict"] == "agree"]
+    other = [m for m in rotary if m not in zero]
+    spread = max(_spread(reports[m], c) for m in rotary for c in ("trained", "random0")) if rotary else 0.0
+    lines += ["", f"On one repeated token the sink rate is 0 in every passage for {len(zero)} of the {len(rotary)} "
+              "rotary decoders" + (f" ({', '.join(zero)})" if zero else "")
+              + (f"; {', '.join(other)} keep(s) some sink heads" if other else "")
+              + f", and every rotary decoder's states are equal at every position to within {spread:.1e} of their "
+              "norm, trained or not."]
+    for m in (m for m in models if m not in rotary):
+        nat, rep = _rate(reports[m], "trained", "natural")[0], _rate(reports[m], "trained", "repeated")[0]
+        lines.append(f"`{m}`, whose positions are learned vectors added to the tokens, has a sink rate of {rep:.2f} "
+                     f"on repeated tokens ({'above' if rep > nat else 'at or below'} its {nat:.2f} on natural text), "
+                     f"and its states differ from position to position by up to {_spread(reports[m], 'trained'):.2f} "
+                     "of their norm: without the proposition's premise there is no reason for the sink to vanish"
+                     + (", and it does not." if rep > 0 else "; on these passages it vanishes all the same."))
+    null_max = max(_rate(reports[m], "random0", i)[0] for m in models for i in INPUTS)
+    lines.append(f"At random initialisation the largest sink rate of any model on any input is {null_max:.2f}: "
+                 + ("training makes the sinks." if null_max == 0 else
+                    "some random heads already exceed the threshold."))
+    return "\n".join(lines)
+
+
+def special(reports: dict[str, dict]) -> str:
+    """Clark et al.'s [SEP] and Kobayashi et al.'s norm weighting (``known_special``)."""
+    rows = rows_of(reports)
+    lines = []
+    for m in (m for m, r in reports.items() if r["encoder"]):
+        row = rows[m]["clark_sep"]
+        mid = middle_layers(reports[m]["layers"])
+        nat = _cond(reports[m])["natural"]
+        cls = float(np.mean([np.mean(nat["mass_first"][l]) for l in mid]))
+        lines.append(f"- **[SEP] in `{m}`** (layers {mid}): {row['trained']:.2f} of the attention goes to [SEP] "
+                     f"(random init {row['null']:.2f}), against more than 0.5 in BERT-base: **{row['verdict']}**. "
+                     f"[CLS] receives {cls:.2f} in the same layers"
+                     + (", so this model parks its attention on the first token, not on [SEP]."
+                        if cls > row["trained"] else "."))
+    for m, rep in reports.items():
+        row = rows[m]["kobayashi_norm"]
+        (w, n), (w0, n0) = row["trained"], row["null"]
+        what = "[CLS] and [SEP]" if rep["encoder"] else "the first token"
+        lines.append(f"- **Norm-weighted, `{m}`** ({what}, mean over layers): the attention gives {w:.2f}, the "
+                     f"norm-weighted walk {n:.2f}, {n / w:.0%} of it (random init {w0:.2f} and {n0:.2f}): "
+                     f"**{row['verdict']}**.")
+    return "\n".join(lines)
+
+
+def rank(reports: dict[str, dict]) -> tuple[str, str]:
+    """Dong et al.'s rank collapse, per model (``known_rank``), and the sentence under the figure
+    (``known_rank_states``)."""
+    rows = rows_of(reports)
+    models = list(reports)
+    lines = []
+    for m in models:
+        a, b = rows[m]["dong_walks"], rows[m]["dong_skip"]
+        lines.append(f"- `{m}`: from {a['trained'][0]:.2f} at the embeddings, the walks alone end at "
+                     f"{a['trained'][1]:.1e} (**{a['verdict']}**), the model's own states at {b['trained'][1]:.2f} "
+                     f"(**{b['verdict']}**); random init: {a['null'][1]:.1e} and {b['null'][1]:.2f}.")
+    keep = [m for m in models if rows[m]["dong_skip"]["verdict"] == "agree"]
+    apart = [m for m in keep if rows[m]["dong_walks"]["verdict"] == "agree"]
+    out = []
+    if apart:
+        out.append(("No model's states follow the walks" if len(apart) == len(models) else
+                    f"The states of {who(apart, models)} do not follow the walks")
+                   + ": the walks alone collapse, the states keep more than `COLLAPSE` times the embeddings' residual.")
+    if [m for m in keep if m not in apart]:
+        out.append(f"In {names(m for m in keep if m not in apart)} the states keep their rank, but the walks alone "
+                   "do not collapse either.")
+    if [m for m in models if m not in keep]:
+        out.append(f"The states of {names(m for m in models if m not in keep)} do not stay above `COLLAPSE` times "
+                   "the embeddings' residual beyond the noise.")
+    return "\n".join(lines), " ".join(out)
+
+
+def doubly_stochastic(reports: dict[str, dict]) -> str:
+    """Sander et al.'s column sums (``known_ds``)."""
+    rows = rows_of(reports)
+    lines = []
+    for m, rep in reports.items():
+        row = rows[m]["sinkformer"]
+        ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
+        ns0 = float(np.mean(_cond(rep, "random0")["natural"]["column_defect_nosink"]))
+        lines.append(f"- `{m}`: defect {row['trained']:.2f} trained, {row['null']:.2f} at random init; with the "
+                     f"sinks removed {ns:.2f} and {ns0:.2f}: **{row['verdict']}**.")
+    for m, rep in reports.items():
+        row = rows[m]["sinkformer"]
+        if not rep["encoder"] or row["verdict"] != "disagree":
+            continue
+        d, lo, hi = row["tested"][0]                             # null minus trained defect, and its interval
+        ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
+        if hi < 0:
+            lines.append(f"\nThe encoder ends training *farther* from doubly stochastic than it starts: its defect "
+                         f"is {row['trained']:.2f} trained and {row['null']:.2f} at random initialisation (null "
+                         f"minus trained {d:+.2f} [{lo:+.2f}, {hi:+.2f}])"
+                         + (". The uniform walk is exactly doubly stochastic, so an initialisation this close to "
+                            "it leaves little to approach" if row["null"] < 0.1 else "")
+                         + (f"; with the sinks removed the trained defect falls to {ns:.2f}, so the sinks make "
+                            f"{1 - ns / row['trained']:.0%} of it." if ns < row["trained"] else
+                            f"; with the sinks removed the trained defect is {ns:.2f}."))
+        else:
+            lines.append(f"\nThe encoder does not end training closer to doubly stochastic than it starts, beyond "
+                         f"the noise: its defect is {row['trained']:.2f} trained and {row['null']:.2f} at random "
+                         f"initialisation, and the interval of the difference (null minus trained), "
+                         f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}], does not lie above 0.")
+    return "\n".join(lines)
+
+
+def reuse(reports: dict[str, dict]) -> str:
+    """Bhojanapalli et al.'s neighbouring layers (``known_reuse``), each part with its interval, and where an
+    interval merely crosses 0 said so (the row's word covers both a reversal and no clear difference)."""
+    rows = rows_of(reports)
+    models = list(reports)
+    lines = []
+    for m in models:
+        row = rows[m]["reuse"]
+        if not row.get("tested"):
+            lines.append(f"- `{m}`: **{row['verdict']}**.")
+            continue
+        adj, two, tvn = row["trained"]
+        _, _, tvn0 = row["null"]
+        (d, lo, hi), (e, elo, ehi) = row["tested"]
+        tv, tv0 = (float(np.mean(_cond(reports[m], c)["natural"]["tv"])) for c in ("trained", "random0"))
+        crosses = [name for name, (a, b) in (("adjacent against two apart", (lo, hi)),
+                                              ("trained against random init", (elo, ehi))) if a <= 0 <= b]
+        lines.append(f"- `{m}`: head-matched distance {adj:.2f} for adjacent layers, {two:.2f} two apart "
+                     f"(difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]); tv_norm {tvn:.2f} against {tvn0:.2f} at random "
+                     f"init ({e:+.3f} [{elo:+.3f}, {ehi:+.3f}]), raw tv {tv:.2f} against {tv0:.2f}: "
+                     f"**{row['verdict']}**"
+                     + (f" (the interval of {names(crosses)} contains 0: no clear difference, not a reversal)."
+                        if crosses else "."))
+    reversed_ = [m for m in models if np.mean(_cond(reports[m])["natural"]["tv"])
+                 > np.mean(_cond(reports[m], "random0")["natural"]["tv"])]
+    if reversed_:
+        lines.append(f"\nOn the raw distance, {len(reversed_)} of {len(models)} trained models are *less* alike from "
+                     "layer to layer than their random-init nulls: the near-uniform null, not a failure of the "
+                     "published result.")
+    return "\n".join(lines)
+
+
+def disagreements(reports: dict[str, dict]) -> str:
+    """The list of the statement-model pairs that disagree (``known_disagree``)."""
+    out = [f"- `{r['model']}`: {r['statement']} ({r['result'].lower()})"
+           for rep in reports.values() for r in rep["verdicts"] if r["verdict"] == "disagree"]
+    return "\n".join(out) if out else "- none"
+
+
+def paragraphs(reports: dict[str, dict]) -> dict[str, str]:
+    """Every glued text of the chapter (:data:`KEYS`)."""
+    tokens = {r["tokens"] for r in reports.values()}
+    if len(tokens) != 1:
+        raise ValueError(f"reports must share one passage length, got {sorted(tokens)}")
+    rank_text, states = rank(reports)
+    out = {"known_summary": summary(reports), "known_grid_take": grid_take(reports),
+           "known_verdict": verdict_counts(list(reports.values())), "known_tokens": f"{tokens.pop()}",
+           "known_sinks": sinks(reports), "known_special": special(reports), "known_rank": rank_text,
+           "known_rank_states": states, "known_ds": doubly_stochastic(reports), "known_reuse": reuse(reports),
+           "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports)}
+    assert tuple(out) == KEYS
+    return out

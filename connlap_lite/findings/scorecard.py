@@ -1,0 +1,276 @@
+"""*Replication scorecard*, in words: its headline, its table's cells, what the data say, the rule changes and
+the ablations, from the scorecard rows of :func:`connlap_lite.scorecard.scorecard`.
+
+Verdict words are read from the rows; :data:`CLAIMS` names each claim in plain words for the headline.
+
+Chapter: *Scorecard*.
+"""
+from __future__ import annotations
+
+import html
+
+from .. import report as R
+from ..prose import names, span, tally
+from ..report import e1_table, e2_table
+from ..rules_history import RULE_CHANGES, e1_rule1, e2_rule1, e3_rule1
+from ..scorecard import E3_METRICS, _key, verdict_box
+
+CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
+          "E2": "transports close to scaled isometries (E2)",
+          "E3": "the claim that both grow with model size (E3)"}
+CHAPTER = {"E1": "E1: stability", "E2": "E2: isometry", "E3": "E3: scale"}
+KEYS = ("scorecard_headline", "scorecard_grid_take", "scorecard_verdict", "scorecard_says", "scorecard_rule_changes",
+        "scorecard_ablations")
+
+
+def _ci(interval, fmt="{:+.3f}") -> str:
+    return "[" + ", ".join(fmt.format(v) for v in interval) + "]"
+
+
+def _structure(row: dict) -> str:
+    """'the encoder' or 'the 3 decoders'."""
+    k = len(row["models"])
+    return f"the {row['structure']}" if k == 1 else f"the {k} {row['structure']}s"
+
+
+def verdict_cells(rows: list[dict]) -> dict[tuple[str, str], str]:
+    """``{(claim, model): verdict}`` for the verdict grid: E1 and E2 per model, E3 per metric with each model
+    carrying its structure's verdict (E3 is decided per structure, not per model)."""
+    cells = {}
+    for r in rows:
+        if r["claim"] in ("E1", "E2"):
+            cells.update({(r["claim"], x["model"]): x["verdict"] for x in r["per_model"]})
+        else:
+            cells.update({(f"E3 ({r['metric']})", m["model"]): r["verdict"] for m in r["models"]})
+    return cells
+
+
+def headline(rows: list[dict]) -> str:
+    """One sentence: what holds on these models, what does not, what cannot be tested, by structure."""
+    by_word: dict[str, list[str]] = {}
+    for claim in ("E1", "E2", "E3"):
+        got: dict[str, list[dict]] = {}
+        for r in rows:
+            if r["claim"] == claim:
+                got.setdefault(r["verdict"], []).append(r)
+        all_structures = {r["structure"] for r in rows if r["claim"] == claim}
+        for word, where in got.items():
+            structures = {r["structure"] for r in where}
+            suffix = ("" if structures == all_structures and len(structures) > 1 else
+                      " in " + names(_structure(r) for r in {r["structure"]: r for r in where}.values()))
+            by_word.setdefault(word, []).append(CLAIMS[claim] + suffix)
+    models = sorted({m for r in rows if r["claim"] == "E1" for m in r["models"]})
+    order = sorted(by_word, key=lambda w: R.VERDICTS.index(w) if w in R.VERDICTS else len(R.VERDICTS))
+    return (f"On these {len(models)} small models, by the registered rules: "
+            + "; ".join(f"*{w}* for {names(by_word[w])}" for w in order) + ".")
+
+
+def numbers(row: dict) -> str:
+    """The numbers behind one row's verdict: each model against the strongest null it met."""
+    if row["claim"] == "E1":
+        return "; ".join(
+            f"{x['model']}: late {x['late_trained']:.3f} vs {x['strongest_null']} "
+            f"{x['late_nulls'][x['strongest_null']]:.3f} (gap {_ci(x['gap_interval'])}), rho {x['rho']:+.2f} "
+            f"{_ci(x['rho_interval'], '{:+.2f}')} vs seeds' lowest {min(x['null_rho'].values()):+.2f} -> "
+            f"{x['verdict']}" for x in row["per_model"])
+    if row["claim"] == "E2":
+        return "; ".join(
+            f"{x['model']}: heads {x['head_defect']:.3f} vs {x['strongest_head_null']} "
+            f"{x['head_nulls'][x['strongest_head_null']]:.3f}, data {x['data_defect']:.3f} vs "
+            f"{x['strongest_data_null']} {x['data_nulls'][x['strongest_data_null']]:.3f} -> {x['verdict']}"
+            for x in row["per_model"])
+    parts = [f"{fam}: slope {w['slope']:+.3f} per decade {_ci(w['interval'])}" for fam, w in row["within"].items()]
+    parts += [f"step {s['from']} -> {s['to']}: gap {s['change']:+.3f} {_ci(s['interval'])}" for s in row["steps"]]
+    if row["across"]:
+        loo = row["across"]["leave_one_out"].values()
+        parts.append(f"across families (exploratory): {row['across']['slope']:+.3f} per decade "
+                     f"{_ci(row['across']['interval'])}, leaving one model out {min(loo):+.3f} to {max(loo):+.3f}")
+    families = sorted({m["family"] for m in row["models"]})
+    return "; ".join(parts) or f"{len(row['models'])} model(s) from {len(families)} family: no slope"
+
+
+class Table:
+    """A small table that renders as HTML in the book and as Markdown in a notebook front end."""
+
+    def __init__(self, header, body):
+        self.header, self.body = list(header), [list(r) for r in body]
+
+    def _repr_html_(self):
+        th = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in self.header)
+        wide = lambda c: "; min-width:26em" if len(str(c)) > 80 else ""      # noqa: E731  long cells: lines
+        text = lambda c: html.escape(str(c)).replace("; ", ";<br>") if wide(c) else html.escape(str(c))  # noqa: E731
+        tr = "".join("<tr>" + "".join(f"<td style='text-align:left; vertical-align:top{wide(c)}'>{text(c)}</td>"
+                                      for c in r) + "</tr>" for r in self.body)
+        return (f"<div style='overflow-x:auto; max-width:100%'><table><thead><tr>{th}</tr></thead>"
+                f"<tbody>{tr}</tbody></table></div>")
+
+    def _repr_markdown_(self):
+        lines = ["| " + " | ".join(self.header) + " |", "|" + "---|" * len(self.header)]
+        lines += ["| " + " | ".join(str(c).replace("|", "/") for c in r) + " |" for r in self.body]
+        return "\n".join(lines)
+
+
+def table(rows: list[dict], robust: dict, corpora: dict) -> Table:
+    """The scorecard table: per row its models, the numbers behind the verdict, the verdict, how often it
+    survives resampling (``robust``) and its verdict on the other corpora (``corpora``)."""
+    def models(r):
+        return ", ".join(m["model"] if isinstance(m, dict) else m for m in r["models"])
+    return Table(["claim", "structure", "metric", "models", "trained vs the strongest null", "verdict",
+                  "kept under resampling", "other corpora", "chapter"],
+                 [[r["claim"], r["structure"], r["metric"], models(r), numbers(r), r["verdict"],
+                   f"{robust[_key(r)]:.0%}", ", ".join(f"{c}: {v}" for c, v in corpora[_key(r)].items()) or "-",
+                   CHAPTER[r["claim"]]] for r in rows])
+
+
+def _per_structure(rows, claim) -> str:
+    got = [(_structure(r), r["verdict"]) for r in rows if r["claim"] == claim]
+    if len({v for _, v in got}) == 1:
+        return f"**{got[0][1]}** for " + " and ".join(s for s, _ in got)
+    return "; ".join(f"**{v}** for {s}" for s, v in got)
+
+
+def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
+    """The section *What the data say*: per claim its verdict and conditions, then robustness."""
+    e1s = [x for r in rows if r["claim"] == "E1" for x in r["per_model"]]
+    e2s = [x for r in rows if r["claim"] == "E2" for x in r["per_model"]]
+    text = (f"* **E1**: {_per_structure(rows, 'E1')}. Condition (a), a fall with depth beyond every random-init "
+            f"seed's, is met by {tally([x['falls'] for x in e1s])} (trained $\\rho$ "
+            f"{span([x['rho'] for x in e1s], '{:+.2f}')}; the seeds' lowest $\\rho$ "
+            f"{span([min(x['null_rho'].values()) for x in e1s], '{:+.2f}')}). Condition (b), below every null over "
+            f"the last third of the layers, is met by {tally([x['below_nulls'] for x in e1s])}. The strongest null "
+            f"(the lowest late value) is {names(sorted({x['strongest_null'] for x in e1s}))}; the trained late value "
+            f"sits {span([x['gap_to_strongest'] for x in e1s], '{:+.3f}')} from it.")
+    inner = [x for x in e1s if "cross-passage" in x["late_nulls"]]
+    if inner:
+        text += (f" Within one passage, consecutive layers are closer than a layer and the next layer of another "
+                 f"passage for {tally([x['late_trained'] < x['late_nulls']['cross-passage'] for x in inner])} "
+                 f"(trained {span([x['late_trained'] for x in inner])} against cross-passage "
+                 f"{span([x['late_nulls']['cross-passage'] for x in inner])}): where that holds, consecutive layers "
+                 "share structure specific to their input, which is a finding about neighbouring layers, not about "
+                 "convergence with depth.")
+    head = [x["head_defect"] / x["head_nulls"][x["strongest_head_null"]] for x in e2s]
+    data = [x["data_defect"] / x["data_nulls"][x["strongest_data_null"]] for x in e2s]
+    text += (f"\n* **E2**: {_per_structure(rows, 'E2')}. Condition (a), heads below every head null, is met by "
+             f"{tally([x['heads_below_nulls'] for x in e2s])}: the trained mean head defect is "
+             f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below random-init and "
+             f"Gaussian transports on the same inputs, is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
+             f"trained data defect is {span(data, '{:.2f}')} times the strongest of those.")
+    e3_rows = [r for r in rows if r["claim"] == "E3"]
+    parts = []
+    for r in e3_rows:
+        part = f"on `{r['metric']}`, **{r['verdict']}** for {_structure(r)}"
+        if r["across"]:
+            loo = r["across"]["leave_one_out"].values()
+            part += (f" (the exploratory fit across families: {r['across']['slope']:+.3f} per decade, 95% "
+                     f"interval {_ci(r['across']['interval'])}, and {min(loo):+.3f} to {max(loo):+.3f} when one "
+                     "model is left out)")
+        parts.append(part)
+    sizes: dict[tuple, set] = {}
+    for r in e3_rows:
+        for m in r["models"]:
+            sizes.setdefault((r["structure"], m["family"]), set()).add(round(m["x"], 6))
+    ladders = sorted({f"{f} ({len(v)} {s} sizes)" for (s, f), v in sizes.items() if len(v) >= 3})
+    tested = [r for r in e3_rows if r["within"]]
+    text += ("\n* **E3**: " + "; ".join(parts) + ". "
+             + ("No family among these models gives three sizes, so the scale claim is not tested here; "
+                "{ref}`e3-scale` shows the one step within a family and the recipe for the ladders."
+                if not ladders else
+                f"Within {names(ladders)} the scale claim is tested, on the gap's slope within the family, in "
+                f"{len(tested)} of the {len(e3_rows)} rows; across families size and design still cannot be "
+                "separated."))
+    verdict = {_key(r): r["verdict"] for r in rows}
+    agree = [k for k, v in corpora.items() if v and all(x == verdict[k] for x in v.values())]
+    differ = [k for k, v in corpora.items() if v and any(x != verdict[k] for x in v.values())]
+    fragile = [k for k, v in robust.items() if v < 0.8]
+    text += (f"\n* **Robustness.** Of the {len(verdict)} rows, {len(agree)} give the same verdict on the other "
+             f"corpora and {len(differ)} differ{'s' if len(differ) == 1 else ''} on at least one"
+             + (f" ({'; '.join(f'{c} {s}' for c, s, _ in differ)})" if differ else "")
+             + f"; {len(fragile)} keep{'s' if len(fragile) == 1 else ''} "
+             f"{'its' if len(fragile) == 1 else 'their'} verdict in fewer than 80% of the passage resamples"
+             + (f" ({'; '.join(f'{c} {s} {m}' for c, s, m in fragile)})." if fragile else "."))
+    return text
+
+
+def rule_changes(reports: list[dict], rows: list[dict]) -> str:
+    """Each dated rule change with the old and the new verdicts on these reports."""
+    new = {c: {x["model"]: x["verdict"] for r in rows if r["claim"] == c for x in r["per_model"]}
+           for c in ("E1", "E2")}
+    old = {"E1": {r["model"]: e1_rule1(r)["verdict"] for r in reports},
+           "E2": {r["model"]: e2_rule1(r)["verdict"] for r in reports}}
+    verdict = {_key(r): r["verdict"] for r in rows}
+    lines = []
+    for change in RULE_CHANGES:
+        c = change["claim"]
+        lines.append(f"- **{c}, changed {change['date']}.** Before: {change['old']}. Now: {change['new']}. "
+                     f"Why: {change['why']}.")
+        if c in old:
+            lines.append("  Verdicts, old -> new: " + "; ".join(f"{m}: {old[c][m]} -> {new[c][m]}" for m in old[c])
+                         + ".")
+        elif c == "E3":
+            for s in ("encoder", "decoder"):
+                group = [r for r in reports if r["encoder"] == (s == "encoder")]
+                if group:
+                    pairs = [f"`{m}` {e3_rule1(group, m)['verdict']} -> {verdict['E3', s, m]}" for m in E3_METRICS]
+                    lines.append(f"  Verdicts for the {s}s, old -> new: " + "; ".join(pairs) + ".")
+    return "\n".join(lines)
+
+
+def grid_take(rows: list[dict]) -> str:
+    """The verdict grid's takeaway: how many claim-model cells got each verdict."""
+    cells = verdict_cells(rows)
+    counts: dict[str, int] = {}
+    for word in cells.values():
+        counts[word] = counts.get(word, 0) + 1
+    order = sorted(counts, key=lambda w: R.VERDICTS.index(w) if w in R.VERDICTS else len(R.VERDICTS))
+    return f"Of the {len(cells)} claim-model cells: " + ", ".join(f"{counts[w]} *{w}*" for w in order) + "."
+
+
+def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: dict) -> list[tuple]:
+    """Every ablation's verdicts, ``(ablation, claim, model, verdict)``: E1 with the sinks kept, E2 with the norm
+    gains folded, E1 and E2 with a second 4-bit round trip (``q4``: ``{model: report}`` with the ablated trained
+    condition) and with the BOS token toggled (``flipped``, named by ``flip_words``). Each rule is applied to a
+    structure's models as one table, as the registered verdicts are."""
+    out = []
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if not group:
+            continue
+        out += [("sinks kept (`tv_norm`)", "E1", x["model"], x["verdict"]) for x in e1_table(group, "tv_norm")]
+        out += [("norm gains folded", "E2", x["model"], x["verdict"])
+                for x in e2_table(group, heads_metric="head_defect_gain")]
+        for name, swap, word in (("second 4-bit round trip", q4, None), ("BOS", flipped, flip_words)):
+            if not any(r["model"] in swap for r in group):
+                continue
+            table = [swap.get(r["model"], r) for r in group]
+            out += [(word[x["model"]] if word else name, c, x["model"], x["verdict"])
+                    for c, rows in (("E1", e1_table(table)), ("E2", e2_table(table)))
+                    for x in rows if x["model"] in swap]
+    return out
+
+
+def ablations(entries: list[tuple[str, str, str, str]], registered: dict, sinks: dict) -> str:
+    """What the ablations move: ``entries`` ``(ablation, claim, model, verdict)``, ``registered``
+    ``{(claim, model): verdict}``, ``sinks`` ``{model: (what was done, registered sink mass, ablated)}``."""
+    moved = [(a, c, m, v) for a, c, m, v in entries if v != registered[c, m]]
+    text = (f"Of the {len(entries)} verdicts re-derived under an ablation, {len(moved)} "
+            f"differ{'s' if len(moved) == 1 else ''} from the registered one"
+            + (": " + "; ".join(f"{c} on {m} with {a}: {registered[c, m]} -> {v}" for a, c, m, v in moved) + "."
+               if moved else "."))
+    if sinks:
+        text += (" The BOS ablation moves the first-token sink itself (its attention mass over the last third of "
+                 "the layers, registered -> ablated): "
+                 + "; ".join(f"{m}, {what}: {a:.2f} -> {b:.2f}" for m, (what, a, b) in sinks.items()) + ".")
+    return text
+
+
+def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict],
+               ablated: tuple) -> dict[str, str]:
+    """Every glued text of the chapter (:data:`KEYS`): the headline, the verdict box, *What the data say*, the
+    rule changes on ``reports`` and the ablations (``ablated``: the arguments of :func:`ablations`)."""
+    out = {"scorecard_headline": headline(rows), "scorecard_grid_take": grid_take(rows),
+           "scorecard_verdict": "\n".join(verdict_box(rows, c) for c in ("E1", "E2", "E3")),
+           "scorecard_says": what_the_data_say(rows, robust, corpora),
+           "scorecard_rule_changes": rule_changes(reports, rows),
+           "scorecard_ablations": ablations(*ablated)}
+    assert tuple(out) == KEYS
+    return out

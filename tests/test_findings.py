@@ -1,0 +1,239 @@
+"""The chapters' computed paragraphs (connlap_lite.findings) on synthetic reports whose answer is known:
+every key is written, the verdict words are the rows', and a sentence changes when the data do."""
+import re
+
+import numpy as np
+import pytest
+
+from connlap_lite import report as R
+from connlap_lite import scorecard as S
+from connlap_lite.findings import e1 as F1
+from connlap_lite.findings import e2 as F2
+from connlap_lite.findings import scorecard as FS
+
+L, B, H = 7, 6, 3
+WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink")
+STEP = ("tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink")
+
+
+def _curve(start, stop, rng, layers, units=B, noise=0.01):
+    base = np.linspace(start, stop, layers)[:, None]
+    return np.abs(base + noise * rng.standard_normal((layers, units))).tolist()
+
+
+def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, seed=0):
+    """A report with every metric E1's chapter and the scorecard read. With ``effect`` the trained
+    ``tv_norm_nosink`` falls from 1.0 to 0.5, below every null (1.3 for the seeds, 1.1 inside the model);
+    without, it is flat at the seeds' level. The trained model puts a growing mass on a sink; the seeds do not."""
+    rng = np.random.default_rng(seed)
+
+    def condition(trained):
+        c = {k: _curve(0.5, 0.4, rng, L) for k in WALK}
+        c.update({k: _curve(1.3, 1.3, rng, L - 1) for k in STEP})
+        c["sink"] = _curve(0.2, 0.6, rng, L) if trained else _curve(0.02, 0.02, rng, L, noise=0.001)
+        c["uniform_dist"] = _curve(0.4, 0.5, rng, L) if trained else _curve(0.01, 0.01, rng, L, noise=0.001)
+        c["head_defect"] = _curve(0.2 if trained else 0.3, 0.2 if trained else 0.3, rng, L, H)
+        c["head_defect_gain"] = c["head_defect"]
+        c["data_defect"] = _curve(0.1, 0.1, rng, L)
+        c["edge_defect"] = _curve(0.45 if trained else 0.4, 0.45 if trained else 0.4, rng, L, 4)
+        return c
+
+    conditions = {f"random{s}": condition(False) for s in range(3)}
+    conditions["shuffled"] = condition(True)
+    trained = condition(True)
+    trained["tv_norm_nosink"] = _curve(1.0, 0.5, rng, L - 1) if effect else _curve(1.3, 1.3, rng, L - 1)
+    trained["cross_passage_tv_norm_nosink"] = _curve(1.1, 1.1, rng, L - 1)
+    trained["positional_tv_norm_nosink"] = _curve(1.12, 1.12, rng, L - 1)
+    for k in (2, 3, 4):
+        trained[f"sep{k}_tv_norm_nosink"] = _curve(0.5 + 0.1 * k, 0.4 + 0.1 * k, rng, L - k)
+    trained["head_defect_gaussian"] = _curve(0.3, 0.3, rng, L, H)
+    trained["head_defect_rotation"] = _curve(0.25, 0.25, rng, L, H)
+    for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_gaussian", 0.1)):
+        trained[k] = _curve(v, v, rng, L)
+    conditions["trained"] = trained
+    return {"model": model, "family": family, "encoder": encoder, "layers": L, "heads": H, "groups": H,
+            "d": 64, "head_dim": 16, "passages": B,
+            "tokens": 32, "parameters": int(size * 1.3), "non_embedding_parameters": int(size),
+            "conditions": conditions}
+
+
+@pytest.fixture(scope="module")
+def e1_book():
+    reports = [fake("enc", encoder=True, family="bert", seed=1), fake("dec-a", size=2e8, seed=2),
+               fake("dec-b", effect=False, family="qwen", seed=3)]
+    rows = S.scorecard(reports, n_boot=200)
+    grid = F1.ten_metrics(reports, rows)
+    q4 = fake("enc", encoder=True, family="bert", seed=4)
+    q4_grid = {row["metric"]: row for row in R.e1_table([R.substitute(reports[0], q4)], list(F1.METRICS))}
+    long = fake("dec-a", seed=5)
+    long["tokens"] = 600
+    types = ["sliding_attention", "sliding_attention", "full_attention"] * 2 + ["full_attention"]
+    says = F1.paragraphs(reports, rows, grid, q4=(q4, q4_grid), long=(long, types, R.e1(long, n_boot=200)))
+    return reports, rows, grid, says
+
+
+def test_e1_writes_every_key_in_markdown(e1_book):
+    *_, says = e1_book
+    assert tuple(says) == F1.KEYS
+    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "") for v in says.values())
+
+
+def test_e1_verdict_words_are_the_rows(e1_book):
+    reports, rows, grid, says = e1_book
+    for r in rows:
+        if r["claim"] == "E1":
+            assert f"**E1, {r['structure']}** (`tv_norm_nosink`): **{r['verdict']}**" in says["e1_verdict"]
+            assert f"*{r['verdict']}* for the {r['structure']}" in says["e1_summary"]
+    holds = sum(row["verdict"] == "holds" for row in grid.values())
+    assert f"E1 holds for {holds} of {len(grid)} model-metric pairs" in says["e1_says"]
+
+
+def test_e1_sentences_follow_the_data(e1_book):
+    reports, rows, grid, says = e1_book
+    reg = F1.registered(rows)
+    # the model without an effect is not counted among those below every null, the other decoder is
+    assert reg["dec-a"]["below_nulls"] and not reg["dec-b"]["below_nulls"]
+    assert re.search(r"closer to the next layer's than any null makes it in 2 of 3 models \(enc, dec-a\)",
+                     says["e1_summary"])
+    # the sinks grow in every trained model and never in a seed: "training makes the sinks" in every model
+    assert "in every model training makes the sinks" in says["e1_diag_says"]
+    assert "1 of 3 models (dec-b)" not in says["e1_nulls_says"].split("positional operator in")[1][:40]
+
+
+def test_e1_label_names_the_condition_met():
+    assert F1.label({"verdict": "partly", "falls": True, "below_nulls": False}) == "partly (trend)"
+    assert F1.label({"verdict": "insufficient data", "falls": None}) == "insufficient data"   # new words pass
+
+
+def test_e1_long_context_needs_both_kinds_of_layer(e1_book):
+    reports, rows, *_ = e1_book
+    with pytest.raises(ValueError, match="layer_types"):
+        F1.long_context(reports[1], reports[1], ["full_attention"] * L, F1.registered(rows)["dec-a"],
+                        F1.registered(rows)["dec-a"], full=True)
+
+
+def test_scorecard_headline_and_grid(e1_book):
+    reports, rows, *_ = e1_book
+    robust = {S._key(r): 1.0 for r in rows}
+    registered = {(r["claim"], x["model"]): x["verdict"] for r in rows if r["claim"] in ("E1", "E2")
+                  for x in r["per_model"]}
+    moved = [("sinks kept", "E1", "dec-b", "a word the rules may add")]
+    says = FS.paragraphs(rows, robust, {S._key(r): {} for r in rows}, reports,
+                         (moved, registered, {"dec-a": ("BOS left out", 0.5, 0.1)}))
+    assert tuple(says) == FS.KEYS
+    grid = FS.verdict_cells(rows)
+    assert {c for c, _ in grid} == {"E1", "E2"} | {f"E3 ({m})" for m in S.E3_METRICS}
+    for r in rows:
+        if r["claim"] in ("E1", "E2"):
+            for x in r["per_model"]:
+                assert grid[r["claim"], x["model"]] == x["verdict"]
+    # the headline names every verdict the rows give, and only those
+    words = {r["verdict"] for r in rows}
+    for w in words:
+        assert w in says["scorecard_headline"]
+    assert says["scorecard_headline"].count(".") >= 1 and "\n" not in says["scorecard_headline"]
+    assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
+        in says["scorecard_ablations"]
+    assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
+
+
+def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
+    reports, rows, *_ = e1_book
+    samples = {k: np.abs(np.random.default_rng(0).normal(v, 0.01, 50)) for k, v in
+               (("trained", 0.3), ("Gaussian null", 0.2), ("rotation null", 0.28), ("random init (seed 0)", 0.2))}
+    q4 = fake("enc", encoder=True, family="bert", seed=9)
+    says = F2.paragraphs(reports, rows, mp_pred={r["model"]: 0.35 for r in reports}, edges=4,
+                         hist=("dec-a", samples, 0.2, 0.35), q4=q4)
+    assert tuple(says) == F2.KEYS
+    reg = F2.registered(rows)
+    # the data defect is described by the ratio the verdict uses: the rows' trained over strongest data null
+    ratios = [x["data_defect"] / x["data_nulls"][x["strongest_data_null"]] for x in reg.values()]
+    assert f"{min(ratios):.2f}" in says["e2_curves_says"] and f"{min(ratios):.2f}" in says["e2_data_span"]
+    for x in reg.values():
+        assert f"*{x['verdict']}*" in says["e2_headline"]
+    # trained heads at 0.2 against Gaussian heads at 0.3 in every fake: the heads beat their nulls
+    assert all(x["heads_below_nulls"] for x in reg.values())
+    assert "in every model" in says["e2_summary"].split("closer to one than random heads")[1][:40]
+
+
+def test_e2_ratios_are_what_the_rule_compares(e1_book):
+    _, rows, *_ = e1_book
+    got = F2.ratios(rows)
+    for m, x in F2.registered(rows).items():
+        r, lo, hi = got["heads"][m]
+        assert lo <= r <= hi and abs(r * x["head_nulls"][x["strongest_head_null"]] - x["head_defect"]) < 1e-12
+
+
+def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
+    from connlap_lite.findings import e3 as F3
+
+    reports, rows, *_ = e1_book
+    gaps = F3.gaps(reports)
+    says = F3.paragraphs(reports, rows, gaps, pair=(reports[1], reports[2]), steps=None, full=False, ladder="-")
+    assert tuple(says) == F3.KEYS
+    assert {v["verdict"] for v in gaps.values()} == {"not testable"}     # no family with three sizes
+    assert "no family here gives three" in says["e3_summary"]
+    assert all(f"*{v['verdict']}*" in says["e3_says"] for v in gaps.values())
+    assert "a fit across 2 designs" in says["e3_says"]
+    ladder = [fake(f"q{k}", family="qwen", size=s, seed=10 + k) for k, s in enumerate((1e8, 3e8, 1e9))]
+    rows3 = S.scorecard(ladder, n_boot=200)
+    gaps3 = F3.gaps(ladder)
+    said = F3.summary(ladder, gaps3)
+    assert "qwen gives three or more" in said
+    assert all(f"*{v['verdict']}*" in said for v in gaps3.values()) and rows3
+
+
+def test_known_results_paragraphs_on_toy_reports():
+    from connlap_lite import known as K
+    from connlap_lite.findings import known as FK
+
+    reports = {}
+    for name, encoder in (("enc", True), ("dec", False)):
+        rep = K.toy_report(n_layers=4)
+        rep.update(model=name, encoder=encoder, tokens=64)
+        rep["verdicts"] = K.verdicts(rep)
+        reports[name] = rep
+    says = FK.paragraphs(reports)
+    assert tuple(says) == FK.KEYS
+    rows = [r for rep in reports.values() for r in rep["verdicts"]]
+    for r in rows:                                    # every cell of the grid is a row's verdict
+        assert FK.verdict_cells(reports)[K.STATEMENTS[r["key"]][3], r["model"]] == r["verdict"]
+    words = {r["verdict"] for r in rows}
+    assert all(f"*{w}*" in says["known_summary"] for w in words)
+    n_agree = sum(r["verdict"] == "agree" for r in rows)
+    assert f"{n_agree} *agree*" in says["known_summary"]
+    assert says["known_tokens"] == "64"
+    reports["dec"]["tokens"] = 32
+    with pytest.raises(ValueError, match="one passage length"):
+        FK.paragraphs(reports)
+
+
+def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
+    from connlap_lite.findings import beyond as FB
+
+    reports = {r["model"]: r for r in e1_book[0]}
+    for r in reports.values():
+        for c in r["conditions"].values():
+            c.setdefault("copy", c["head_defect"])
+    copy_stats = {m: dict(copying=2, suppressing=1, max=0.4, min=-0.3, null_max=0.01, heads=L * H) for m in reports}
+    copy_rows = FB.trend_rows(reports, "copy")
+    sink_rows = FB.trend_rows(reports, "sink")
+    sink_stats = {m: dict(u=0.05, first=2.0, peak=12.0, at=3, last=8.0, null_min=0.9, null_max=1.1,
+                          shuffled_rho=0.9) for m in reports}
+    gap = (np.array([0.1, -0.05]), None, None)
+    gaps = {"rev": {m: {"trained": gap} for m in reports}}
+    gap_stats = {m: dict(rev=(0.1, 0.001), tv=(0.05, 0.002)) for m in reports}
+    overlap_stats = {m: dict(ref=0.1, null=0.1, mean=0.2, max=0.6) for m in reports}
+    edges = dict(G=3, d_h=64, d=576, min_rank=192, ratio=0.4, rho_rg=0.5, p_rg=0.01, rho_copy=0.6, p_copy=0.001,
+                 rho_gate=0.1, p_gate=0.5, first_c=0.05, last_c=0.3, layers=(3, 27), share={3: 0.5, 27: 0.8},
+                 predecessor=0.7)
+    headline = {m: dict(copying=2, suppressing=1, null_max_c=0.01, sink_peak_over_u=12.0, overlap=0.2,
+                        overlap_ref=0.1) for m in reports}
+    says = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
+                         sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats, n_one=0,
+                         edges=edges, headline=headline)
+    assert tuple(says) == FB.KEYS
+    assert f"{3 * len(reports)} of {L * H * len(reports)} trained heads" in says["beyond_summary"]
+    assert "in every model" in says["beyond_overlap_says"] and "no head's value sub-bundle" in says["beyond_overlap_says"]
+    assert "rank exactly $G d_h = 192$" in says["beyond_edge_says"]
+    assert "two signs" not in says["beyond_gap_says"] and "in every model removing the sink" in says["beyond_gap_says"]
