@@ -61,8 +61,8 @@ for (const cell of document.querySelectorAll("div.cell")) {
   const lines = pre.textContent.replace(/\n+$/, "").split("\n").length;
   if (lines <= after) continue;
   const lh = parseFloat(getComputedStyle(pre).lineHeight) || 12;
-  pre.style.maxHeight = (keep * lh + 2) + "px";
-  pre.style.overflow = "hidden";
+  pre.style.setProperty("max-height", (keep * lh + 2) + "px", "important");
+  pre.style.setProperty("overflow", "hidden", "important");
   const note = document.createElement("p");
   note.className = "print-folded";
   note.textContent = "\u22ef " + (lines - keep) + " more lines of this cell in the notebook";
@@ -161,8 +161,7 @@ def print_pages(site: Path, pages: list[str]) -> list[dict]:
             print(f"  printed {page}: pages {before + 1}-{before + n}, {folded} code cells folded", flush=True)
             before += n
         front = front_matter(printed)
-        driver.get(url + "index.html")
-        driver.execute_script("document.documentElement.innerHTML = arguments[0];", front)
+        driver.get("data:text/html;base64," + base64.b64encode(front.encode()).decode())
         front_pdf = pdf_of(driver)
     return [{"page": "front", "pdf": front_pdf, "start": 1,
              "pages": len(PdfReader(io.BytesIO(front_pdf)).pages)}] + printed
@@ -196,7 +195,7 @@ def front_matter(printed: list[dict]) -> str:
             figs.append(f"<tr><td class=n>{html.escape(fig['number'].removeprefix('Figure ').strip())}</td>"
                         f"<td>{html.escape(first)}</td><td class=p>{pages.get(fig['number'], '')}</td></tr>")
     style = page_style("", 0, ", lower-roman")
-    return f"""<head><meta charset="utf-8"><style>{style}
+    return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><style>{style}
 body {{ font: 11pt/1.45 sans-serif; color: #111; }}
 h1.book {{ font-size: 26pt; margin: 30% 0 0.5em; }} p.sub {{ font-size: 13pt; color: #444; }}
 h2 {{ break-before: page; font-size: 18pt; }}
@@ -205,7 +204,7 @@ td.n {{ width: 3.5em; }} td.p {{ width: 3em; text-align: right; }}
 </style></head><body>
 <h1 class="book">{html.escape(BOOK)}</h1><p class="sub">An executable tutorial book on transformer attention</p>
 <h2>Contents</h2><table class="contents">{''.join(rows)}</table>
-<h2>List of figures</h2><table class="figures">{''.join(figs)}</table></body>"""
+<h2>List of figures</h2><table class="figures">{''.join(figs)}</table></body></html>"""
 
 
 def join(printed: list[dict], out: Path) -> None:
