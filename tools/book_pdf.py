@@ -50,7 +50,8 @@ PAGE_STYLE = """@page {{ size: A4; margin: {top}cm {side}cm {bottom}cm {side}cm;
 html {{ counter-reset: page {before}; }}"""
 
 # Runs in the page: the print layout of tools/book_pdf.py. Inserts the page style (arguments[0]) and folds
-# long code inputs (arguments[1], arguments[2]); returns how many inputs it folded.
+# each code input longer than arguments[1] lines to its first arguments[2] lines (cut from the page itself:
+# Chromium prints a box whole whatever its max-height); returns how many inputs it folded.
 PREPARE = r"""
 const [style, after, keep] = arguments;
 document.head.insertAdjacentHTML("beforeend", "<style>" + style + "</style>");
@@ -60,9 +61,15 @@ for (const cell of document.querySelectorAll("div.cell")) {
   if (!pre || cell.classList.contains("tag_print-input") || cell.classList.contains("tag_hide-input")) continue;
   const lines = pre.textContent.replace(/\n+$/, "").split("\n").length;
   if (lines <= after) continue;
-  const lh = parseFloat(getComputedStyle(pre).lineHeight) || 12;
-  pre.style.setProperty("max-height", (keep * lh + 2) + "px", "important");
-  pre.style.setProperty("overflow", "hidden", "important");
+  // keep the first `keep` lines: cut the text node that holds the keep-th line end, drop all after it
+  let ends = 0, node, cut = null;
+  const walk = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+  while (!cut && (node = walk.nextNode())) {
+    const parts = node.data.split("\n");
+    if (ends + parts.length - 1 >= keep) { node.data = parts.slice(0, keep - ends).join("\n"); cut = node; }
+    ends += parts.length - 1;
+  }
+  for (let n = cut; n && n !== pre; n = n.parentNode) while (n.nextSibling) n.parentNode.removeChild(n.nextSibling);
   const note = document.createElement("p");
   note.className = "print-folded";
   note.textContent = "\u22ef " + (lines - keep) + " more lines of this cell in the notebook";
@@ -103,8 +110,9 @@ return {
 
 
 def words(text: str) -> str:
-    """Text reduced to lower-case words, so that line breaks and hyphenation in the PDF do not matter."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("-\n", "")))
+    """Text reduced to lower-case words, so that line breaks and hyphens in the PDF do not matter (a line
+    broken at the hyphen of "low-rank" reads "low-\nrank"; both read "lowrank")."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("-\n", "-").replace("-", "")))
 
 
 def css_string(text: str) -> str:

@@ -129,7 +129,7 @@ OVERFLOW = r"""
 const col = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
 const box = col.getBoundingClientRect();
 const KINDS = [["table", "table"], ["pre", "code"], ["mjx-container[display='true']", "equation"],
-               ["div.math", "equation"], ["figure img, .cell_output img", "figure"]];
+               ["figure img, .cell_output img", "figure"]];
 const seen = new Set(), found = [];
 function heading(el) {
   for (let s = el.closest("section"); s; s = s.parentElement && s.parentElement.closest("section")) {
