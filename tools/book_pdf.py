@@ -190,11 +190,22 @@ def figure_pages(chapter: dict) -> dict[str, int]:
     return where
 
 
+def parts() -> dict[str, str]:
+    """{page: the caption of its part} for the chapters of _toc.yml (the contents group them so)."""
+    import yaml
+
+    toc = yaml.safe_load((HERE.parent / "_toc.yml").read_text())
+    return {entry["file"]: part["caption"] for part in toc.get("parts", []) for entry in part.get("chapters", [])}
+
+
 def front_matter(printed: list[dict]) -> str:
     """The title page, the contents and the list of figures as one HTML document, numbered i, ii, ..."""
-    rows, figs = [], []
+    rows, figs, part = [], [], None
     for ch in printed:
         label = ch["number"] or ""
+        if parts().get(ch["page"], part) != part:
+            part = parts()[ch["page"]]
+            rows.append(f"<tr class=part><td></td><td colspan=2>{html.escape(part)}</td></tr>")
         rows.append(f"<tr><td class=n>{html.escape(label)}</td><td>{html.escape(ch['title'] or title(ch['page']))}"
                     f"</td><td class=p>{ch['start']}</td></tr>")
         pages = figure_pages(ch)
@@ -209,6 +220,7 @@ h1.book {{ font-size: 26pt; margin: 30% 0 0.5em; }} p.sub {{ font-size: 13pt; co
 h2 {{ break-before: page; font-size: 18pt; }}
 table {{ width: 100%; border-collapse: collapse; }} td {{ padding: 0.18em 0.3em; vertical-align: top; }}
 td.n {{ width: 3.5em; }} td.p {{ width: 3em; text-align: right; }}
+tr.part td {{ padding-top: 0.8em; font-weight: 600; }}
 </style></head><body>
 <h1 class="book">{html.escape(BOOK)}</h1><p class="sub">An executable tutorial book on transformer attention</p>
 <h2>Contents</h2><table class="contents">{''.join(rows)}</table>

@@ -138,10 +138,10 @@ function heading(el) {
   }
   return "";
 }
-function hidden(el) {                        // content hidden behind a horizontal scroll of el or a wrapper
+function hidden(el) {     // content spilling out of el, or hidden behind a horizontal scroll of el or a wrapper
   for (let e = el; e && e !== col.parentElement; e = e.parentElement) {
     const ox = getComputedStyle(e).overflowX;
-    if (ox !== "visible" && e.scrollWidth > e.clientWidth + 1) return [e.scrollWidth, e.clientWidth];
+    if ((e === el || ox !== "visible") && e.scrollWidth > e.clientWidth + 1) return [e.scrollWidth, e.clientWidth];
   }
   return null;
 }
