@@ -27,6 +27,7 @@ import html
 import io
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -110,8 +111,13 @@ return {
 
 
 def words(text: str) -> str:
-    """Text reduced to lower-case words, so that line breaks and hyphens in the PDF do not matter (a line
-    broken at the hyphen of "low-rank" reads "low-\nrank"; both read "lowrank")."""
+    r"""Text reduced to lower-case words, so that line breaks and hyphens in the PDF do not matter (a line
+    broken at the hyphen of "low-rank" reads "low-\nrank"; both read "lowrank"; a ligature reads as its letters).
+
+    >>> words("Low-\nrank heads, ﬁnd")
+    'lowrank heads find'
+    """
+    text = unicodedata.normalize("NFKC", text)          # the PDF's ligatures (ﬁ) as letters
     return " ".join(re.findall(r"[a-z0-9]+", text.lower().replace("-\n", "-").replace("-", "")))
 
 
