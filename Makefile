@@ -83,9 +83,11 @@ test: install chromium corpora
 	$(MAKE) --no-print-directory browser-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
-# Debian's Chromium in reading order, joined with a chapter outline, then checked (chapter titles, references,
-# figures, math: tools/book_pdf.py). PDF_FULL=1 (default) prints make book's build (32 x 128, the fifth model);
-# PDF_FULL=0 builds make test's smaller setting in its own folder (faster).
+# Debian's Chromium in reading order with numbered chapters and pages, running heads, a printed contents and list
+# of figures, and long code cells folded (tools/book_pdf.py says what is printed); it fails when a table, equation
+# or code block is wider than the page, and checks the page numbers, the contents, references, figures and math.
+# PDF_FULL=1 (default) prints make book's build (32 x 128, the fifth model); PDF_FULL=0 builds make test's
+# smaller setting in its own folder (faster).
 PDF_FULL ?= 1
 PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)
 pdf: install chromium corpora $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))

@@ -366,3 +366,90 @@ def test_chapter_reads_in_the_book_order(path):
              for line in text.splitlines() if line.startswith("## ")]
     assert heads and heads[0] == "Overview", f"{path.name}: the first section must be Overview, not {heads[:1]}"
     assert heads[-2:] == ["Checks", "Exercises"], f"{path.name}: end with Checks, then Exercises (sections: {heads})"
+
+
+# Every figure of the book has a number, a caption and alt text. A figure is the image a code cell draws
+# (matplotlib, or one of connlap_lite's *_figure functions); it is captioned one of two ways:
+# - the cell's own metadata, as myst-nb reads it: {"mystnb": {"figure": {"name": ..., "caption": ...},
+#   "image": {"alt": ...}}};
+# - the cell glues the figure (`glue("key", fig, display=False)`) and a Markdown cell shows it with
+#   ```{glue:figure} key``` carrying `:name:`, `:alt:` and a caption.
+# Sphinx numbers either per chapter ("Figure 3.1", numfig in _config.yml). The notebooks listed here are
+# the ones whose figures are captioned; a chapter joins the list once its figures are.
+CAPTIONED = sorted((ROOT / "book" / "theory").glob("*.ipynb")) + [
+    ROOT / "book" / "models" / "reading.ipynb",
+    ROOT / "book" / "interactive" / "explorers.ipynb",
+    ROOT / "book" / "appendix" / "performance.ipynb",
+]
+DRAWS = re.compile(r"\bplt\.(?:show|subplots|figure)\(|\b\w+_figure\(")
+GLUED_FIGURE = re.compile(r"\bglue\(\s*[\"']([\w.-]+)[\"']\s*,\s*fig\b")
+
+
+def glue_figures(nb):
+    """{key: (options, caption)} of every ```{glue:figure} key``` directive in the Markdown cells."""
+    found = {}
+    for text in cells(nb, "markdown"):
+        for key, body in re.findall(r"^[`:]{3,}\{glue:figure\}\s+([\w.-]+)\s*\n(.*?)^[`:]{3,}\s*$", text, re.M | re.S):
+            options = dict(re.findall(r"^:(\w+):\s*(.*)$", body, re.M))
+            caption = "\n".join(line for line in body.splitlines() if not line.startswith(":")).strip()
+            found[key] = (options, caption)
+    return found
+
+
+def figures(nb):
+    """(cell index, name, caption, alt) of every figure a code cell of ``nb`` draws, as far as it is captioned."""
+    glued = glue_figures(nb)
+    out = []
+    for k, c in enumerate(nb["cells"]):
+        src = "".join(c["source"])
+        if c["cell_type"] != "code" or not DRAWS.search(src):
+            continue
+        meta = c.get("metadata", {}).get("mystnb", {})
+        keys = GLUED_FIGURE.findall(src)
+        if keys:
+            for key in keys:
+                options, caption = glued.get(key, ({}, ""))
+                out.append((k, options.get("name", ""), caption, options.get("alt", "")))
+        else:
+            fig = meta.get("figure", {})
+            out.append((k, fig.get("name", ""), fig.get("caption", ""), meta.get("image", {}).get("alt", "")))
+    return out
+
+
+@pytest.mark.parametrize("path", CAPTIONED, ids=lambda p: p.stem)
+def test_every_figure_has_a_label_a_caption_and_alt_text(path):
+    figs = figures(load(path))
+    assert figs, f"{path.name} is listed as captioned but draws no figure"
+    for k, name, caption, alt in figs:
+        where = f"{path.name}, cell {k}"
+        assert re.fullmatch(r"fig-[a-z0-9-]+", name or ""), f"{where}: a figure without a label fig-... ({name!r})"
+        first = re.split(r"(?<=[.!?])\s", caption.strip(), maxsplit=1)[0]
+        assert len(first.split()) >= 6, f"{where} ({name}): the caption must open with its takeaway, a sentence"
+        assert len(alt.split()) >= 6, f"{where} ({name}): alt text must describe what the figure shows"
+
+
+def test_figure_labels_are_unique_across_the_book():
+    names = [name for p in CAPTIONED for _, name, _, _ in figures(load(p))]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+def test_the_figure_test_sees_both_markers():
+    """The test reads both ways of captioning (and would fail an uncaptioned figure)."""
+    meta = {"cells": [{"cell_type": "code", "metadata": {"mystnb": {
+        "figure": {"name": "fig-a", "caption": "A takeaway in one sentence here. More."},
+        "image": {"alt": "a plot of one thing against another"}}}, "source": ["plt.show()"]}]}
+    glued = {"cells": [
+        {"cell_type": "code", "metadata": {}, "source": ["fig, ax = plt.subplots()\n", "glue('g', fig, display=False)"]},
+        {"cell_type": "markdown", "metadata": {}, "source": [
+            "```{glue:figure} g\n", ":name: fig-b\n", ":alt: a plot of one thing against another\n\n",
+            "The glued figure's takeaway sentence.\n", "```\n"]}]}
+    bare = {"cells": [{"cell_type": "code", "metadata": {}, "source": ["x = W.model_figure(view)"]}]}
+    assert figures(meta) == [(0, "fig-a", "A takeaway in one sentence here. More.", "a plot of one thing against another")]
+    assert figures(glued) == [(0, "fig-b", "The glued figure's takeaway sentence.", "a plot of one thing against another")]
+    assert figures(bare) == [(0, "", "", "")]
+
+
+def uncaptioned():
+    """The notebooks outside CAPTIONED that draw a figure without a caption (for the lead's list)."""
+    return [p.relative_to(ROOT).as_posix() for p in NOTEBOOKS
+            if p not in CAPTIONED and any(not name for _, name, _, _ in figures(load(p)))]

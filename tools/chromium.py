@@ -1,8 +1,10 @@
 """Debian's headless Chromium for the built book: a loopback server for a site folder, a browser driven
-through its own chromedriver, and the script that inspects a page as a reader sees it. Shared by the browser
-test (tests/browser) and the PDF of the book (tools/book_pdf.py, `make pdf`); `make chromium` installs both
-programs where they are missing.
+through its own chromedriver, the script that inspects a page as a reader sees it, the one that finds
+content wider than its column, and a screenshot of the whole page as a reader sees it. Shared by the
+browser test (tests/browser) and the PDF of the book (tools/book_pdf.py, `make pdf`); `make chromium`
+installs both programs where they are missing.
 """
+import base64
 import contextlib
 import functools
 import http.server
@@ -13,6 +15,7 @@ import threading
 from pathlib import Path
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+WIDTH = 1280                 # the reader's window: the browser test reads every page at this width
 
 
 class Missing(RuntimeError):
@@ -38,7 +41,7 @@ def serve(folder: Path):
 
 
 @contextlib.contextmanager
-def browser(width: int = 1280, height: int = 900):
+def browser(width: int = WIDTH, height: int = 900):
     """Headless Debian Chromium through its own chromedriver (Selenium Manager is never asked to download)."""
     for exe in (CHROMIUM, CHROMEDRIVER):
         if not exe.exists():
@@ -116,3 +119,63 @@ async function mathjax() {
   });
 })();
 """
+
+
+# Runs in the page: every content element (a table, a code or output block, a display equation, a figure's
+# image) that is wider than the page's text column, or that hides part of itself behind a horizontal scroll
+# (its own or a wrapper's). Each is reported with its kind, its widths in CSS pixels and the heading it sits
+# under, so that a failure names what to fix. The column is the article (the theme's main text block).
+OVERFLOW = r"""
+const col = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+const box = col.getBoundingClientRect();
+const KINDS = [["table", "table"], ["pre", "code"], ["mjx-container[display='true']", "equation"],
+               ["figure img, .cell_output img", "figure"]];
+const seen = new Set(), found = [];
+function heading(el) {
+  for (let s = el.closest("section"); s; s = s.parentElement && s.parentElement.closest("section")) {
+    const h = s.querySelector("h1, h2, h3, h4");
+    if (h) return h.textContent.replace(/[#¶]/g, "").trim().slice(0, 70);
+  }
+  return "";
+}
+function hidden(el) {     // content spilling out of el, or hidden behind a horizontal scroll of el or a wrapper
+  for (let e = el; e && e !== col.parentElement; e = e.parentElement) {
+    const ox = getComputedStyle(e).overflowX;
+    if ((e === el || ox !== "visible") && e.scrollWidth > e.clientWidth + 1) return [e.scrollWidth, e.clientWidth];
+  }
+  return null;
+}
+for (const [sel, kind] of KINDS) {
+  for (const el of col.querySelectorAll(sel)) {
+    if (seen.has(el) || !el.getClientRects().length) continue;          // not displayed (a closed toggle)
+    seen.add(el);
+    const r = el.getBoundingClientRect();
+    const scroll = hidden(el);
+    const wide = r.right > box.right + 1 || r.left < box.left - 1;
+    if (wide || scroll) {
+      found.push({kind, width: Math.round(scroll ? scroll[0] : r.width), column: Math.round(scroll ? scroll[1] : box.width),
+                  under: heading(el), text: (el.textContent || el.getAttribute("alt") || "").trim().slice(0, 60)});
+    }
+  }
+}
+return found;
+"""
+
+
+def screenshot(driver, path: Path, width: int = WIDTH) -> Path:
+    """A PNG of the whole page as a reader's ``width``-pixel window shows it: the sidebar, the text column
+    and every line start where the reader sees them. The window is made as tall as the page (so nothing is
+    laid out at another width), captured in one piece, and set back."""
+    height = driver.execute_script(
+        "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
+    height = min(int(height), 30000)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        driver.execute_script("window.scrollTo(0, 0)")
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "fromSurface": True})
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+    return path

@@ -3,8 +3,10 @@
 Run by `make browser` (part of `make test`), which builds the strict site first, installs Debian's chromium and
 chromium-driver if they are missing, and sets CONNLAP_SITE to the site's folder. Each page must load with no
 severe console message, have all its math typeset by MathJax, all its images loaded, no traceback in any cell
-output, and a rendered or static view for every widget; notebook pages must offer the Colab launch button.
-A full-page screenshot of each page goes to _build/screenshots/<page>.png.
+output, a rendered or static view for every widget, and no table, code block, display equation or figure wider
+than the text column or hidden behind a horizontal scroll (at the reader's 1280 px); notebook pages must offer
+the Colab launch button. A screenshot of each whole page as a 1280-px window shows it (the sidebar and every
+line start in view) goes to _build/screenshots/<page>.png.
 
     CONNLAP_SITE=_build/strict/_build/html .venv/bin/python -m pytest -q tests/browser
 """
@@ -98,19 +100,6 @@ def severe_console_messages(driver):
     return bad
 
 
-def screenshot(driver, page, height):
-    """A full-page PNG through the DevTools protocol (the window itself stays 900 px high)."""
-    import base64
-    width = driver.execute_script("return document.documentElement.clientWidth")
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": width, "height": min(height, 30000), "scale": 1}})
-    path = SHOTS / f"{page}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(base64.b64decode(shot["data"]))
-    return path
-
-
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders(page, site, browser):
     html = SITE / f"{page}.html"
@@ -118,8 +107,12 @@ def test_page_renders(page, site, browser):
     browser.get_log("browser")                                    # drop what earlier pages logged
     browser.get(site + f"{page}.html")
     seen = browser.execute_async_script(INSPECT)
-    path = screenshot(browser, page, seen["height"])
+    wide = browser.execute_script(chromium.OVERFLOW)
+    path = chromium.screenshot(browser, SHOTS / f"{page}.png", width=chromium.WIDTH)
     problems = []
+    if wide:
+        problems.append(f"{len(wide)} content elements wider than the {wide[0]['column']} px column: " + "; ".join(
+            f"{w['kind']} of {w['width']} px under '{w['under']}' ({w['text']!r})" for w in wide[:6]))
     console = severe_console_messages(browser)
     if console:
         problems.append(f"console errors: {console}")

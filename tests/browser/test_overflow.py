@@ -1,0 +1,61 @@
+"""The overflow checks of the browser test and of `make pdf` (tools/chromium.py's OVERFLOW, tools/book_pdf.py's
+too_wide) on small pages made here: they find what is too wide, and only that. Needs Debian's Chromium (run by
+`make browser`, which installs it)."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import book_pdf  # noqa: E402
+import chromium  # noqa: E402
+
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+body {{ margin: 0; }} article.bd-article {{ width: {column}px; margin-left: 200px; }}
+.scroll {{ overflow-x: auto; }}</style></head>
+<body><article class="bd-article"><section><h2>Where it is</h2>{content}</section></article></body></html>"""
+WIDE_TABLE = "<table><tr>" + "".join(f"<td style='white-space:nowrap'>column number {k}</td>" for k in range(40)) + "</tr></table>"
+
+
+@pytest.fixture(scope="module")
+def driver():
+    try:
+        with chromium.browser() as d:
+            yield d
+    except chromium.Missing as exc:
+        pytest.fail(str(exc))
+
+
+def open_page(driver, tmp_path, content, column=700):
+    (tmp_path / "p.html").write_text(PAGE.format(column=column, content=content))
+    driver.get((tmp_path / "p.html").as_uri())
+
+
+@pytest.mark.parametrize("content, kind", [
+    (WIDE_TABLE, "table"),
+    ("<div class='scroll'>" + WIDE_TABLE + "</div>", "table"),             # hidden behind a scroll
+    ("<pre>" + "x" * 400 + "</pre>", "code"),
+    ("<figure><img src='data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7' style='width:1200px;height:10px'></figure>",
+     "figure"),
+])
+def test_overflow_finds_what_is_wider_than_the_column(driver, tmp_path, content, kind):
+    open_page(driver, tmp_path, content)
+    found = driver.execute_script(chromium.OVERFLOW)
+    assert [f["kind"] for f in found] == [kind], found
+    assert found[0]["under"] == "Where it is" and found[0]["width"] > found[0]["column"]
+
+
+def test_overflow_passes_what_fits(driver, tmp_path):
+    open_page(driver, tmp_path, "<table><tr><td>a</td><td>b</td></tr></table><pre>short</pre>"
+                                "<div class='scroll'><pre>fits</pre></div>")
+    assert driver.execute_script(chromium.OVERFLOW) == []
+
+
+def test_the_pdf_shrinks_a_table_that_can_fit_and_fails_one_that_cannot(driver, tmp_path):
+    # a table a little wider than the printed column is shrunk to fit; one three times wider is reported
+    a_little = "<table style='width:%dpx'><tr><td>a</td></tr></table>" % int(book_pdf.COLUMN_PX * 1.2)
+    open_page(driver, tmp_path, a_little, column=book_pdf.COLUMN_PX)
+    assert book_pdf.too_wide(driver) == []
+    far = "<table style='width:%dpx'><tr><td>a</td></tr></table>" % (3 * book_pdf.COLUMN_PX)
+    open_page(driver, tmp_path, far, column=book_pdf.COLUMN_PX)
+    assert [f["kind"] for f in book_pdf.too_wide(driver)] == ["table"]
