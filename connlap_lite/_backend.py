@@ -8,6 +8,7 @@ as numpy.  Every check names the argument it rejects and what it expected.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,23 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
     return t
 
 
+def integer(value) -> int | None:
+    """``value`` as an int if it is integer-like (an int, a numpy or 0-d torch integer: ``operator.index``
+    takes it), else None; a bool (``True`` is no count) and a float (never truncated) are not.
+
+    Examples
+    --------
+    >>> integer(np.int64(3)), integer(torch.tensor(2)), integer(2.0), integer(True)
+    (3, 2, None, None)
+    """
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.ndim)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
     """``value`` as an int in ``[low, high)``, or an error naming ``name``: a float, a bool or a string is refused.
 
@@ -71,11 +89,10 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     ...
     TypeError: k must be an int, got 2.5 (float)
     """
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    as_int = integer(value)
+    if as_int is None:
         raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    value = int(value)
+    value = as_int
     if (low is not None and value < low) or (high is not None and value >= high):
         span = (f"in [{low}, {high})" if high is not None and low is not None
                 else f"at least {low}" if low is not None else f"below {high}")
@@ -95,16 +112,12 @@ def check_index(value, name: str, n: int) -> int:
     ...
     TypeError: i must be an int index in [0, 3), got 1.5 (float)
     """
-    import numbers
-
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point() \
-            and value.dtype != torch.bool:
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    as_int = integer(value)
+    if as_int is None:
         raise TypeError(f"{name} must be an int index in [0, {n}), got {value!r} ({type(value).__name__})")
-    if not 0 <= int(value) < n:
-        raise ValueError(f"{name} must be an index in [0, {n}), got {int(value)}: out of range")
-    return int(value)
+    if not 0 <= as_int < n:
+        raise ValueError(f"{name} must be an index in [0, {n}), got {as_int}: out of range")
+    return as_int
 
 
 def check_indices(values, name: str, n: int) -> list[int]:

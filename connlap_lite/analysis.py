@@ -28,9 +28,7 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -38,10 +36,10 @@ import torch
 from . import metrics as M
 from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
 from ._backend import check_int
-from ._files import atomic_write_text, locked, read_json, sweep
+from ._cache import cached
 from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
-from .models import OFFLINE, cache_dir, load_model
+from .models import OFFLINE, load_model, model_name
 from .verify import check as verify_check
 from .text import check_bos, check_corpus, check_texts, corpus_digest
 from .text import corpus as corpus_texts
@@ -223,11 +221,6 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 SCHEMA = "2026-12-01.3"
 
 
-def _key(name: str, **kw) -> str:
-    blob = json.dumps({"name": name, "schema": SCHEMA, **kw}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
 def _folder_identity(name: str) -> str | None:
     """For a local folder, a digest of its files' names, sizes and modification times; else None.
 
@@ -269,21 +262,8 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     return None
 
 
-def _cached(path: Path, name: str, args: dict) -> dict | None:
-    """The cached report at ``path``, or None (absent, unreadable or malformed: a warning says which)."""
-    report = read_json(path)
-    if report is None:
-        return None
-    problem = _report_problem(report, name, args)
-    if problem:
-        warnings.warn(f"the cached measurement {path} is not usable ({problem}); recomputing it", stacklevel=3)
-        return None
-    return report
-
-
-def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple[list[int], list | None]:
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"name must be a model short name, Hugging Face id or folder, got {name!r}")
+def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple[str, list[int], list | None]:
+    name = model_name(name)
     check_int(n_passages, "n_passages", low=2, why="bootstrap intervals and cross-passage distances need two")
     check_int(n_tokens, "n_tokens", low=4)
     check_int(seed, "seed", low=0)
@@ -296,13 +276,13 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
         raise ValueError(f"random_seeds must not repeat a seed, got {seeds}")
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
-    return seeds, None if texts is None else check_texts(texts)
+    return name, seeds, None if texts is None else check_texts(texts)
 
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
-            refresh: bool = False, progress: bool = False) -> dict:
+            refresh: bool = False, progress: bool = False, known: bool = False) -> dict:
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a JSON-able dict: model facts (family, encoder, layers, parameter counts) and
@@ -313,11 +293,14 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
     following the tokenizer (None; see :func:`connlap_lite.passages`): the sink ablation of chapter *Scorecard*.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
-    the cached report.  A cached report that is unreadable or malformed is recomputed with a warning.
+    the cached report.  A cached report that is unreadable or malformed is recomputed with a warning; a
+    report that cannot be cached (a read-only or full disk) is returned, with a warning naming the path.
+    ``known`` adds ``"known_results"``: :func:`connlap_lite.known.known_results` on the same model, seed and
+    passage sizes, measured with the model and random-init null loaded here (not loaded twice).
 
     Chapters: *E1*, *E2*, *E3*.
     """
-    random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
+    name, random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
     if texts is None:
         check_corpus(corpus)
     else:
@@ -329,13 +312,34 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
     identity = _folder_identity(name)
-    key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)
-    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name.strip("/"))[-80:]
-    path = cache_dir() / "measurements" / f"{slug}-{key}.json"
-    if cache and not refresh:
-        report = _cached(path, name, args)
-        if report is not None:
-            return report
+    fields = args if identity is None else {"weights": identity, **args}
+    held = {}                                       # the loaded model and its twin, for the chapter *Known results*
+
+    def compute() -> dict:
+        return _measure_all(name, args, device=device, progress=progress, held=held if known else None)
+
+    report = cached("measurements", name, SCHEMA, fields, lambda r: _report_problem(r, name, args), compute,
+                    read=cache and not refresh, write=cache or refresh)
+    if known:
+        from .known.report import NULL_SEED, known_results
+        load = None
+        if "model" in held:                         # measured just now: the same model, and its twin if it is the
+            model, tok, twin = held.pop("model"), held.pop("tokenizer"), held.pop("twin", None)   # known null
+
+            def load():
+                return model, tok, twin if twin is not None else random_like(model, NULL_SEED)
+        report = {**report, "known_results": known_results(name, n_passages=n_passages, n_tokens=n_tokens, seed=seed,
+                                                           random_init=random_init, texts=texts, device=device,
+                                                           cache=cache and not refresh, _load=load)}
+    return report
+
+
+def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: dict | None) -> dict:
+    """The report :func:`analyze` returns, measured; ``held`` (if given) keeps the model, its tokenizer and the
+    twin ``random_like(model, 1000)`` for :func:`connlap_lite.known.known_results` (the twin only if it is that one,
+    the model only if it is not quantised)."""
+    n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
+    random_init, q4, texts, corpus, bos = args["random_init"], args["q4"], args["texts"], args["corpus"], args.get("bos")
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)
@@ -357,21 +361,19 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     conditions = report["conditions"]
     twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
     conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress)
+    if held is not None and not q4:
+        held.update(model=model, tokenizer=tok)
+        if random_seeds and random_seeds[0] == 0:   # random_like(model, 1000): the known results' null too
+            held["twin"] = twin
     nulls = {}
     for s in random_seeds:                          # the first null is the twin itself: built once
         null = twin if twin is not None else random_like(model, 1000 + s)
         twin = None
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress)
         del null
-    if shuffle:
+    if args["shuffle"]:
         conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
                                          progress=progress)
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
-    if cache or refresh:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(path.parent):                   # one lock for the folder: no lock file per report
-            sweep(path, everything=True)
-            atomic_write_text(path, json.dumps(report))
     return report
-

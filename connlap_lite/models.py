@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import numbers
 import os
 import re
 from functools import lru_cache
@@ -29,8 +30,9 @@ from pathlib import Path
 
 import torch
 
+from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import is_encoder
+from .adapters import FAMILIES, is_encoder
 from .nulls import fresh_model
 # the packages that ship the offline models, and their checked files; answered here too (models.OFFLINE, ...)
 from .offline import (CHUNKED, OFFLINE, PACKAGED, Chunked, Packaged, _packaged, assemble, cache_dir,  # noqa: F401
@@ -172,10 +174,35 @@ def _answers(host: str, port: int, timeout: float = 3.0) -> bool:
         return False
 
 
+def model_name(name) -> str:
+    """A model's name as a string: a short name, a Hugging Face id, or a folder (a ``str`` or any path-like).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> model_name(Path("models") / "tiny")
+    'models/tiny'
+    >>> model_name(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: name must be a model short name, Hugging Face id or folder (a str or path), got 3; offline names: gemma3-270m, minilm-l6, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m
+    """
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a model short name, Hugging Face id or folder (a str or path), got {name!r}; "
+                        f"offline names: {', '.join(sorted(OFFLINE))}")
+    return name
+
+
+# the files a saved tokenizer leaves in its folder (one of them is enough for AutoTokenizer)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model", "merges.txt")
+
+
 def _where(name: str) -> tuple[str, dict, str]:
     """Folder, keywords and kind (offline, folder, hub) of a model name, or a clear error naming ``name``."""
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"name must be a model short name or id, got {name!r}; offline names: {sorted(OFFLINE)}")
+    name = model_name(name)
     if name in OFFLINE:
         return (*_offline(name), "offline")
     path = Path(name).expanduser()
@@ -184,6 +211,10 @@ def _where(name: str) -> tuple[str, dict, str]:
             raise FileNotFoundError(f"name {name!r} is a folder without a config.json: give a folder saved with "
                                     "save_pretrained, a Hugging Face id or an offline short name "
                                     f"({', '.join(OFFLINE)})")
+        if not any((path / f).is_file() for f in TOKENIZER_FILES):
+            raise FileNotFoundError(f"name {name!r} is a folder without tokenizer files (none of "
+                                    f"{', '.join(TOKENIZER_FILES[:4])}, ...): save the model's tokenizer there too "
+                                    "(tokenizer.save_pretrained(folder))")
         return str(path), {}, "folder"
     if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
         raise FileNotFoundError(f"name {name!r} is not an offline short name ({', '.join(OFFLINE)}), an existing "
@@ -192,14 +223,99 @@ def _where(name: str) -> tuple[str, dict, str]:
     return name, extra, "hub"
 
 
-def _check_options(device, dtype) -> None:
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.bfloat16, ...) or None, "
-                        f"got {dtype!r}")
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "half", "float", "double")
+
+
+def _dtype(dtype) -> torch.dtype | None:
+    """``dtype`` as a floating torch dtype: a ``torch.dtype``, a name transformers takes (``"float16"``,
+    ``"torch.bfloat16"``), or ``None`` / ``"auto"`` (the checkpoint's own precision)."""
+    if isinstance(dtype, str):
+        text = dtype.strip().removeprefix("torch.")
+        if text == "auto":
+            return None
+        if text in DTYPE_NAMES:
+            return getattr(torch, text)
+    if dtype is None or (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        return dtype
+    raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.bfloat16, ...), one of their "
+                    f"names ({', '.join(DTYPE_NAMES[:4])}), 'auto' or None, got {dtype!r}")
+
+
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` that this machine has, or an error naming it and what to pass instead.
+
+    Examples
+    --------
+    >>> check_device("cpu")
+    device(type='cpu')
+    >>> check_device("meta")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='meta' holds no weights (shapes only): load on 'cpu' or 'cuda'
+    """
     try:
-        torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from exc
+    if dev.type == "meta":
+        raise ValueError(f"device={device!r} holds no weights (shapes only): load on 'cpu' or 'cuda'")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but CUDA is not available here (torch {torch.__version__}); "
+                             "use device='cpu', or install a CUDA build of torch on a machine with a GPU")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA devices; "
+                             f"use an index below {torch.cuda.device_count()}")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={device!r} but MPS is not available here; use device='cpu'")
+    return dev
+
+
+def check_config(config, name: str) -> None:
+    """Refuse, from its configuration alone and before any weight is read, a model the package cannot measure:
+    an unsupported family, no attention heads, or query heads that are not a multiple of the key/value heads."""
+    kind = getattr(config, "model_type", None)
+    if kind not in FAMILIES:
+        groups = sorted({"/".join(k for k, v in FAMILIES.items() if v is m) for m in FAMILIES.values()})
+        raise ValueError(f"model {name!r}: unsupported architecture {kind!r}; supported families: "
+                         f"{', '.join(groups)} (adding one is one adapter: connlap_lite/adapters)")
+    config = getattr(config, "text_config", None) or config
+    heads = getattr(config, "num_attention_heads", None)
+    groups = getattr(config, "num_key_value_heads", None) or heads
+    if isinstance(heads, int) and heads < 1:
+        raise ValueError(f"model {name!r}: its config has num_attention_heads={heads}; attention needs at least "
+                         "one head: fix num_attention_heads in its config.json")
+    if isinstance(heads, int) and isinstance(groups, int) and (groups < 1 or heads % groups):
+        raise ValueError(f"model {name!r}: num_attention_heads={heads} is not a multiple of "
+                         f"num_key_value_heads={groups} (each key/value head serves a whole group of query heads): "
+                         "fix one of them in its config.json")
+
+
+def check_weights(model, name: str = "model") -> None:
+    """Refuse weights on the meta device (no values) and non-finite weights, naming the layer and module.
+
+    Examples
+    --------
+    >>> layer = torch.nn.Linear(2, 2)
+    >>> with torch.no_grad():
+    ...     _ = layer.weight.fill_(float("nan"))
+    >>> check_weights(torch.nn.ModuleDict({"layers": torch.nn.ModuleList([layer])}))
+    Traceback (most recent call last):
+    ...
+    ValueError: model: the weight layers.0.weight (layer 0, module layers.0) holds 4 NaN/inf values; the checkpoint is damaged or overflowed in its precision: re-save or re-download it, or load it with dtype=torch.float32
+    """
+    for pname, p in model.named_parameters():
+        if p.is_meta:
+            raise ValueError(f"{name}: its weights are on the meta device (shapes only, no values; {pname}): load "
+                             "it with load_model or from_pretrained onto 'cpu' or 'cuda'")
+        if p.numel() and not _all_finite(p.detach()):
+            bad = int((~torch.isfinite(p.detach())).sum())
+            layer = re.search(r"\.(\d+)\.", f".{pname}")
+            module = pname.rsplit(".", 1)[0]
+            where = f"layer {layer.group(1)}, module {module}" if layer else f"module {module}"
+            raise ValueError(f"{name}: the weight {pname} ({where}) holds {bad} NaN/inf values; the checkpoint "
+                             "is damaged or overflowed in its precision: re-save or re-download it, or load it "
+                             "with dtype=torch.float32")
 
 
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
@@ -230,16 +346,21 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    _check_options(device, dtype)
+    dtype = _dtype(dtype)
+    if device_map is None:
+        check_device(device)
     if not isinstance(attn_implementation, str) or attn_implementation not in ATTENTION_IMPLEMENTATIONS:
         raise ValueError(f"attn_implementation must be 'sdpa' (fused; attention_walks rebuilds the attention) or "
                          f"'eager' (returns the attention weights), got {attn_implementation!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a nonnegative int, got {seed!r}")
+    name = model_name(name)
     folder, extra, kind = _where(name)
     try:
-        model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=seed,
-                                 device_map=device_map, attn_implementation=attn_implementation)
+        model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=int(seed),
+                                 device_map=device_map, attn_implementation=attn_implementation, name=name)
+    except _Refused as exc:
+        raise ValueError(str(exc)) from None
     except Exception as exc:
         if kind == "offline" and name != "minilm-l6":
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
@@ -256,9 +377,14 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             raise OSError(f"cannot load the folder {name!r}: {_first_line(exc)}") from exc
         else:
             raise
+    check_weights(model, f"model {name!r}")
     if device_map is None:
         model = model.to(device)
     return model.eval(), tokenizer
+
+
+class _Refused(ValueError):
+    """A model refused from its config or tokenizer: the user's to fix, never a reason to rebuild a copy."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -281,25 +407,44 @@ def _reload(name: str, exc: Exception, **kw):
 
 
 def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map,
-          attn_implementation: str = "sdpa"):
+          attn_implementation: str = "sdpa", name: str = ""):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(folder, **extra)
+    try:
+        check_config(config, name or folder)
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+    if not tokenizer("a test of the tokenizer", add_special_tokens=False)["input_ids"]:
+        raise _Refused(f"model {name or folder!r}: its tokenizer encodes text to no tokens (its vocabulary files "
+                       "are missing or empty): save the model's own tokenizer into its folder")
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if random_init:
-        model = fresh_model(auto, config, seed, attn_implementation)
+        model = _without_sdpa_if_refused(lambda impl: fresh_model(auto, config, seed, impl), attn_implementation)
         if dtype is not None:
             model = model.to(dtype)
     else:
-        kw = {"attn_implementation": attn_implementation, **extra}
+        kw = {**extra}
         if dtype is not None:
             kw["dtype"] = dtype
         if device_map is not None:
             kw["device_map"] = device_map
         with _quiet_progress():
-            model = auto.from_pretrained(folder, **kw)
+            model = _without_sdpa_if_refused(
+                lambda impl: auto.from_pretrained(folder, attn_implementation=impl, **kw), attn_implementation)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
     return model, tokenizer
+
+
+def _without_sdpa_if_refused(build, attn_implementation: str):
+    """``build(attn_implementation)``; a model class that refuses PyTorch's fused attention is built with
+    ``"eager"`` instead (:func:`connlap_lite.attention_walks` reads either; a supported family's choice)."""
+    try:
+        return build(attn_implementation)
+    except ValueError as exc:
+        if attn_implementation != "sdpa" or "scaled_dot_product_attention" not in str(exc):
+            raise
+    return build("eager")
