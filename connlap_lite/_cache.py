@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ._files import atomic_write_text, locked, read_json, sweep
-from .offline import cache_dir
+from .offline import OFFLINE, cache_dir
 
 ENV = "CONNLAP_CACHE"
 
@@ -34,6 +34,22 @@ def key(name: str, schema: str, **fields) -> str:
     """
     blob = json.dumps({"name": name, "schema": schema, **fields}, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def folder_identity(name: str) -> str | None:
+    """For a local folder, a digest of its files' names, sizes and modification times; else None.
+
+    The offline short names pin their packages' versions in the name of their files (and hashes
+    in :mod:`connlap_lite.models`), so their key is left as it was.
+    """
+    if name in OFFLINE or not Path(name).expanduser().is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(Path(name).expanduser().rglob("*")):
+        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(Path(name).expanduser()).parts):
+            st = f.stat()
+            h.update(f"{f.relative_to(Path(name).expanduser())}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def path(kind: str, name: str, digest: str) -> Path:

@@ -27,19 +27,17 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
-import hashlib
 import time
-from pathlib import Path
 
 import torch
 
 from . import metrics as M
 from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
 from ._backend import check_int
-from ._cache import cached
+from ._cache import cached, folder_identity
 from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
-from .models import OFFLINE, load_model, model_name
+from .models import check_model, load_model, model_name
 from .verify import check as verify_check
 from .text import check_bos, check_corpus, check_texts, corpus_digest
 from .text import corpus as corpus_texts
@@ -158,6 +156,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
                         "connlap_lite.passages")
+    check_model(model, batch)
     mask = batch.get("attention_mask")
     if mask is not None and not bool(torch.as_tensor(mask).bool().all()):
         rows = torch.nonzero(~torch.as_tensor(mask).bool().all(1)).flatten().tolist()
@@ -219,22 +218,6 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
 SCHEMA = "2026-12-01.3"
-
-
-def _folder_identity(name: str) -> str | None:
-    """For a local folder, a digest of its files' names, sizes and modification times; else None.
-
-    The offline short names pin their packages' versions in the name of their files (and hashes
-    in :mod:`connlap_lite.models`), so their key is left as it was.
-    """
-    if name in OFFLINE or not Path(name).expanduser().is_dir():
-        return None
-    h = hashlib.sha256()
-    for f in sorted(Path(name).expanduser().rglob("*")):
-        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(Path(name).expanduser()).parts):
-            st = f.stat()
-            h.update(f"{f.relative_to(Path(name).expanduser())}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:
@@ -311,7 +294,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
                 corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
-    identity = _folder_identity(name)
+    identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
     held = {}                                       # the loaded model and its twin, for the chapter *Known results*
 

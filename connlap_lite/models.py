@@ -291,6 +291,20 @@ def check_config(config, name: str) -> None:
                          "fix one of them in its config.json")
 
 
+def check_model(model, batch=None) -> None:
+    """Refuse, before any forward pass, what would fail deep inside torch: an unsupported family, a head
+    layout that does not divide (:func:`check_config`), weights on the meta device or not finite
+    (:func:`check_weights`), and a batch on the meta device."""
+    if not hasattr(model, "named_parameters") or not hasattr(model, "config"):
+        return                                      # not a Hugging Face model: the caller's own error says so
+    check_config(model.config, type(model).__name__)
+    check_weights(model, f"model ({type(model).__name__})")
+    values = batch.values() if isinstance(batch, dict) else [batch]
+    if any(isinstance(v, torch.Tensor) and v.is_meta for v in values):
+        raise ValueError("batch is on the meta device (shapes only, no token ids): give real token ids, e.g. "
+                         "connlap_lite.passages(tokenizer, ...)")
+
+
 def check_weights(model, name: str = "model") -> None:
     """Refuse weights on the meta device (no values) and non-finite weights, naming the layer and module.
 

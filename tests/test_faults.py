@@ -328,12 +328,16 @@ def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
 
 
 def test_offline_names_keep_their_cache_key():
-    from connlap_lite.analysis import SCHEMA, _folder_identity, _key
-    assert _folder_identity("smollm2-135m") is None
+    from connlap_lite._cache import folder_identity, key, path
+    from connlap_lite.analysis import SCHEMA
+    assert folder_identity("smollm2-135m") is None
     args = dict(n_passages=16, n_tokens=128, seed=0, random_seeds=[0, 1], shuffle=True, random_init=False,
                 q4=False, texts=None, corpus="pydoc")
     blob = json.dumps({"name": "smollm2-135m", "schema": SCHEMA, **args}, sort_keys=True).encode()
-    assert _key("smollm2-135m", **args) == hashlib.sha256(blob).hexdigest()[:16]
+    digest = hashlib.sha256(blob).hexdigest()[:16]
+    assert key("smollm2-135m", SCHEMA, **args) == digest          # the key of the caches made before the pipeline
+    assert path("measurements", "smollm2-135m", digest).name == f"smollm2-135m-{digest}.json"
+    assert path("known", "qwen2.5-coder-0.5b", digest).name == f"qwen2.5-coder-0.5b-{digest}.json"
 
 
 def test_atomic_write_leaves_old_or_new(tmp_path, monkeypatch):
