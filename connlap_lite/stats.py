@@ -20,10 +20,28 @@ import torch
 from ._backend import check_int, to_tensor
 
 def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0):
-    """Percentile bootstrap interval of the mean over the first axis (passages)."""
+    """Percentile bootstrap interval of the mean over the first axis (passages): ``(mean, low, high)``.
+
+    Every sample must be finite: a NaN (an undefined value) or an inf would make the mean and the interval
+    meaningless, so it is refused by position; drop undefined values first, and say how many.
+
+    >>> mean, low, high = bootstrap_ci([1.0, 2.0, 3.0, 6.0])
+    >>> float(mean), bool(1.0 <= low < mean < high <= 6.0)
+    (3.0, True)
+    >>> bootstrap_ci([1.0, float("inf"), 2.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: values must be finite: 1 of its 3 samples is inf or NaN (the first at index (1,)); drop the undefined values first (values[np.isfinite(values)])
+    """
     values = to_tensor(values, "values", finite=False).double()
     if values.ndim < 1 or values.shape[0] == 0:
         raise ValueError(f"values must hold at least one value along the first axis, got shape {tuple(values.shape)}")
+    bad = ~torch.isfinite(values)
+    if bool(bad.any()):
+        first = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"values must be finite: {int(bad.sum())} of its {values.numel()} samples is inf or NaN "
+                         f"(the first at index {first}); drop the undefined values first "
+                         "(values[np.isfinite(values)])")
     check_int(n_boot, "n_boot", low=1)
     check_int(seed, "seed", low=0)
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
