@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,29 @@ def _all_finite(t: torch.Tensor) -> bool:
     """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one."""
     lo, hi = torch.aminmax(t)
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
+
+
+class UndefinedWarning(RuntimeWarning):
+    """A quantity is undefined for some of its inputs (0/0, too few points): those values are NaN."""
+
+
+def undefined(t: torch.Tensor, quantity: str, why: str, *, stacklevel: int = 3) -> torch.Tensor:
+    """``t`` unchanged; if it holds NaN, one :class:`UndefinedWarning` naming ``quantity`` and ``why`` (the same
+    text every time, so Python shows it once per place it is raised from, not once per value or per call).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = undefined(torch.tensor([1.0, float("nan")]), "ratio", "0/0 where both are zero")
+    >>> str(caught[0].message)
+    'ratio is undefined (NaN) where 0/0 where both are zero; those values are NaN, not numbers: leave them out'
+    """
+    if t.numel() and bool(torch.isnan(t).any()):
+        warnings.warn(f"{quantity} is undefined (NaN) where {why}; those values are NaN, not numbers: leave them out",
+                      UndefinedWarning, stacklevel=stacklevel)
+    return t
 
 
 def out(t: torch.Tensor, numpy: bool) -> Array:

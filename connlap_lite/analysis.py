@@ -33,7 +33,7 @@ import torch
 
 from . import metrics as M
 from .nulls import quantise_q4, random_like, shuffled   # (the whole-model nulls; importable from here too)
-from ._backend import check_int
+from ._backend import check_int, undefined
 from ._cache import cached, folder_identity
 from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
@@ -94,7 +94,8 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
             spectra.append(spec)
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
         # each passage's mean distance to the others; with one passage there are no others
-        out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
+        out[key] = pair.sum(1) / (B - 1) if B > 1 else undefined(torch.full((B,), float("nan"), dtype=P.dtype),
+                                                                  key, "a batch has one passage (no other to compare)")
     return out
 
 

@@ -41,7 +41,8 @@ import math
 
 import torch
 
-from ._backend import check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor, tolerance
+from ._backend import (check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor, tolerance,
+                       undefined)
 from . import laplacian as _laplacian
 from .transports import HeadTransports
 from .transports import check_heads as _heads
@@ -86,10 +87,14 @@ def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool, sin
 
     For walks with their sink columns removed (:func:`without_sinks`) pass the same ``sinks``:
     the reference is then the uniform walk with those columns removed too, so that the ratio
-    compares like with like and a walk equal to its reference is at distance 0 from it.
+    compares like with like and a walk equal to its reference is at distance 0 from it.  Two walks
+    that both equal the reference give 0/0: NaN, with an :class:`UndefinedWarning`.
 
     >>> U = uniform_walk(6, causal=True)
-    >>> float(normalised_walk_distance(without_sinks(U, [0]), without_sinks(U, [0]) * 1.0, True, [0]))
+    >>> P = 0.5 * U + 0.5 * torch.eye(6, dtype=torch.float64)
+    >>> float(normalised_walk_distance(without_sinks(P, [0]), without_sinks(U, [0]), True, [0]))   # P's own scale
+    2.0
+    >>> float(normalised_walk_distance(without_sinks(P, [0]), without_sinks(P, [0]), True, [0]))
     0.0
     """
     P, Q = _pair(P, Q)
@@ -98,7 +103,9 @@ def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool, sin
     if len(sinks):
         U = without_sinks(U, list(sinks))
     scale = 0.5 * (walk_distance(P, U) + walk_distance(Q, U))
-    return walk_distance(P, Q) / scale.clamp_min(1e-12)
+    # both walks uniform: 0/0 (never a small number over a clamp); otherwise the ratio is at most 2
+    ratio = torch.where(scale > 0, walk_distance(P, Q) / scale.clamp_min(1e-300), torch.full_like(scale, float("nan")))
+    return undefined(ratio, "normalised_walk_distance", "both walks equal the uniform walk (0/0)")
 
 
 def sym_spectrum(P: torch.Tensor) -> torch.Tensor:
@@ -300,7 +307,9 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     var = torch.where(seen, gain - mean[..., None], torch.zeros_like(gain)).pow(2).sum(-1) / (count - 1)
     cv = var.sqrt() / mean
     # fewer than two tokens, or a head that maps everything to 0: the spread of gains is undefined
-    return torch.where((count > 1) & (mean > 0), cv, torch.full_like(cv, float("nan")))
+    cv = torch.where((count > 1) & (mean > 0), cv, torch.full_like(cv, float("nan")))
+    return undefined(cv, "data_isometry_defect", "a head sees fewer than two tokens in its read space or maps "
+                     "them all to 0")
 
 
 def copy_score(heads: HeadTransports) -> torch.Tensor:
@@ -315,7 +324,8 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
     U, V = heads.U.to(dt), heads.V.to(dt)
     tr = torch.einsum("hdr,hrd->h", U, V)
     fro = heads.singular_values(dt).pow(2).sum(-1).sqrt()
-    return tr / (math.sqrt(U.shape[-1]) * fro)
+    score = torch.where(fro > 0, tr / (math.sqrt(U.shape[-1]) * fro.clamp_min(1e-300)), torch.full_like(fro, float("nan")))
+    return undefined(score, "copy_score", "a head's transport is zero (0/0)")
 
 
 def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
@@ -339,7 +349,11 @@ def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
         Qu, _ = torch.linalg.qr(U)
         Qv, _ = torch.linalg.qr(V.transpose(1, 2))
         Z = Qu.transpose(1, 2) @ Qv
-    return Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
+    overlap = Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
+    # a zero write or read map has no subspace to overlap: QR would invent one
+    empty = (U.flatten(1).abs().amax(1) == 0) | (V.flatten(1).abs().amax(1) == 0)
+    overlap = torch.where(empty, torch.full_like(overlap, float("nan")), overlap)
+    return undefined(overlap, "read_write_overlap", "a head's write or read map is zero (no subspace)")
 
 
 def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
