@@ -271,22 +271,41 @@ def check_device(device) -> torch.device:
     return dev
 
 
+class ModelRefused(ValueError):
+    """A model refused from its config or tokenizer before its weights are read: the message says what to fix
+    (never a reason to rebuild an offline model's converted copy)."""
+
+
 def check_config(config, name: str) -> None:
     """Refuse, from its configuration alone and before any weight is read, a model the package cannot measure:
-    an unsupported family, no attention heads, or query heads that are not a multiple of the key/value heads."""
-    kind = getattr(config, "model_type", None)
-    if kind not in FAMILIES:
+    an unsupported family, no attention heads, or query heads that are not a multiple of the key/value heads.
+
+    ``config`` is a transformers config or the dict of a ``config.json`` (checked before transformers reads it,
+    which would fail on some of these in its own words).
+
+    Examples
+    --------
+    >>> check_config({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4}, "m")
+    Traceback (most recent call last):
+    ...
+    connlap_lite.models.ModelRefused: model 'm': num_attention_heads=6 is not a multiple of num_key_value_heads=4 (each key/value head serves a whole group of query heads): fix one of them in its config.json
+    """
+    def get(c, key):
+        return c.get(key) if isinstance(c, dict) else getattr(c, key, None)
+
+    kind = get(config, "model_type")
+    if kind not in FAMILIES and (kind is not None or not isinstance(config, dict)):
         groups = sorted({"/".join(k for k, v in FAMILIES.items() if v is m) for m in FAMILIES.values()})
-        raise ValueError(f"model {name!r}: unsupported architecture {kind!r}; supported families: "
+        raise ModelRefused(f"model {name!r}: unsupported architecture {kind!r}; supported families: "
                          f"{', '.join(groups)} (adding one is one adapter: connlap_lite/adapters)")
-    config = getattr(config, "text_config", None) or config
-    heads = getattr(config, "num_attention_heads", None)
-    groups = getattr(config, "num_key_value_heads", None) or heads
+    text = get(config, "text_config") or config
+    heads = next((v for v in (get(text, "num_attention_heads"), get(text, "n_head")) if v is not None), None)
+    groups = get(text, "num_key_value_heads") or heads
     if isinstance(heads, int) and heads < 1:
-        raise ValueError(f"model {name!r}: its config has num_attention_heads={heads}; attention needs at least "
+        raise ModelRefused(f"model {name!r}: its config has num_attention_heads={heads}; attention needs at least "
                          "one head: fix num_attention_heads in its config.json")
     if isinstance(heads, int) and isinstance(groups, int) and (groups < 1 or heads % groups):
-        raise ValueError(f"model {name!r}: num_attention_heads={heads} is not a multiple of "
+        raise ModelRefused(f"model {name!r}: num_attention_heads={heads} is not a multiple of "
                          f"num_key_value_heads={groups} (each key/value head serves a whole group of query heads): "
                          "fix one of them in its config.json")
 
@@ -373,8 +392,8 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     try:
         model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=int(seed),
                                  device_map=device_map, attn_implementation=attn_implementation, name=name)
-    except _Refused as exc:
-        raise ValueError(str(exc)) from None
+    except ModelRefused:
+        raise
     except Exception as exc:
         if kind == "offline" and name != "minilm-l6":
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
@@ -397,8 +416,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     return model.eval(), tokenizer
 
 
-class _Refused(ValueError):
-    """A model refused from its config or tokenizer: the user's to fix, never a reason to rebuild a copy."""
+
 
 
 def _first_line(exc: BaseException) -> str:
@@ -424,15 +442,18 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
           attn_implementation: str = "sdpa", name: str = ""):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    raw = None
+    if (Path(folder) / "config.json").is_file() and "gguf_file" not in extra:
+        with contextlib.suppress(OSError, ValueError):
+            raw = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    if isinstance(raw, dict):
+        check_config(raw, name or folder)           # before transformers reads it (0 heads: it divides by 0)
     config = AutoConfig.from_pretrained(folder, **extra)
-    try:
-        check_config(config, name or folder)
-    except ValueError as exc:
-        raise _Refused(str(exc)) from None
+    check_config(config, name or folder)
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     if not tokenizer("a test of the tokenizer", add_special_tokens=False)["input_ids"]:
-        raise _Refused(f"model {name or folder!r}: its tokenizer encodes text to no tokens (its vocabulary files "
-                       "are missing or empty): save the model's own tokenizer into its folder")
+        raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to no tokens (its vocabulary "
+                           "files are missing or empty): save the model's own tokenizer into its folder")
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if random_init:
         model = _without_sdpa_if_refused(lambda impl: fresh_model(auto, config, seed, impl), attn_implementation)

@@ -120,9 +120,10 @@ def misses(model, rows: list[dict], tol: float) -> str | None:
         dtype = next(model.parameters()).dtype
         each = "; ".join(f"layer {r['layer']} of {family}: {r['nonfinite']} holds NaN or inf (passage {r['passage']})"
                          for r in broken)
+        fix = ("load the model with dtype=torch.float32" if dtype in (torch.float16, torch.bfloat16)
+               else "check the scale of its weights and inputs")
         return (f"{each}: the forward pass overflows in {str(dtype).removeprefix('torch.')} or its inputs are not "
-                "finite, so nothing can be measured (this is not the adapter's error). Load the model with "
-                "dtype=torch.float32, or check its weights and inputs")
+                f"finite, so nothing can be measured (this is not the adapter's error): {fix}")
     adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
     each = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
                      f"{_short(r['error'])} (> {_short(tol)})" for r in bad)
