@@ -21,10 +21,12 @@ Chapter: *Reading a real transformer as a connection walk*.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import numbers
 import os
 import re
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,6 +41,9 @@ from .offline import (CHUNKED, OFFLINE, PACKAGED, Chunked, Packaged, _packaged, 
                       sha256_of)
 
 
+# a disk that refuses the cache: read-only, full, over quota or the file-size limit, a file in the way, no permission
+CACHE_ERRORS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EEXIST, errno.EISDIR,
+                errno.EACCES, errno.EPERM}
 MARKER = "complete"          # a converted copy's completion marker: JSON, the sha256 of each of its files
 
 
@@ -67,13 +72,24 @@ def _offline(name: str) -> tuple[str, dict]:
     if name == "minilm-l6":
         return _source(name)
     target = _converted_dir(name)
-    with locked(target):
-        sweep(target)
-        if _intact(target):
+    try:
+        with locked(target):
+            sweep(target)
+            if _intact(target):
+                return str(target), {}
+            remove(target)
+            folder, extra = _source(name)
+            return _converted(name, folder, extra)
+    except OSError as exc:
+        if exc.errno not in CACHE_ERRORS:           # not the disk's refusal (a damaged source file, ...)
+            raise
+        if _intact(target):                         # a read-only cache that holds the copy: nobody can change it
             return str(target), {}
-        remove(target)
-        folder, extra = _source(name)
-        return _converted(name, folder, extra)
+        warnings.warn(f"model {name!r}: its converted copy cannot be written into {target.parent} "
+                      f"({exc.strerror or exc}); loading the GGUF file itself, which takes tens of seconds each time: "
+                      "set CONNLAP_CACHE to a writable folder with free space", stacklevel=4)
+        return _source(name)
+
 
 
 def _intact(target: Path) -> bool:
