@@ -110,7 +110,7 @@ def store(file: Path, report: dict) -> bool:
         where = f"${ENV}={cache_dir()}" if os.environ.get(ENV) else f"the default cache {cache_dir()}"
         warnings.warn(f"the measurement was not cached: cannot write {file} ({reason}; {where}); the report is "
                       f"returned but will be measured again next time: set {ENV} to a writable folder with free "
-                      "space", stacklevel=3)
+                      "space", stacklevel=4)
         return False
 
 

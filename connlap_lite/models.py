@@ -137,7 +137,13 @@ def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
         if hasattr(config, "quantization_config"):
             del config.quantization_config          # the weights are plain floats now
         config.save_pretrained(tmp)
-        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        try:
+            save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        except Exception as exc:                    # safetensors reports a disk's refusal as its own error
+            code = re.search(r"os error (\d+)", str(exc))
+            if code is None:
+                raise
+            raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(tmp)) from exc
         tokenizer.save_pretrained(tmp)
         files = {f.name: sha256_of(f) for f in sorted(tmp.iterdir()) if f.is_file()}
         origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name]}
