@@ -102,8 +102,8 @@ def _write_report(path: Path, report: dict) -> None:
         atomic_write_text(path, json.dumps(report, indent=1))
     except OSError as exc:
         raise OSError(f"--json {path}: the report could not be written ({exc.strerror or exc}); run again with "
-                      "--json on a writable disk with free space (the measurement is in the cache unless a warning above "
-                      "said it could not be cached)") from None
+                      "--json on a writable disk with free space (the measurement is in the cache unless a warning "
+                      "above said it could not be cached)") from None
 
 
 def _check_outputs(args, ap) -> None:

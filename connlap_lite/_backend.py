@@ -70,7 +70,9 @@ def integer(value) -> int | None:
     >>> integer(np.int64(3)), integer(torch.tensor(2)), integer(2.0), integer(True)
     (3, 2, None, None)
     """
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.ndim)):
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.ndim):
         return None
     try:
         return operator.index(value)

@@ -246,21 +246,21 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     return None
 
 
-def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple[str, list[int], list | None]:
+def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple:
+    """The arguments checked, as plain Python values (a path's string, numpy ints as ints: the key is JSON)."""
     name = model_name(name)
-    check_int(n_passages, "n_passages", low=2, why="bootstrap intervals and cross-passage distances need two")
-    check_int(n_tokens, "n_tokens", low=4)
-    check_int(seed, "seed", low=0)
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and cross-passage distances need two")
+    n_tokens = check_int(n_tokens, "n_tokens", low=4)
+    seed = check_int(seed, "seed", low=0)
     if isinstance(random_seeds, (str, bytes)) or not hasattr(random_seeds, "__iter__"):
         raise TypeError(f"random_seeds must be a sequence of ints such as (0, 1), got {random_seeds!r}")
-    seeds = list(random_seeds)
-    for s in seeds:
-        check_int(s, "random_seeds entries", low=0)
+    seeds = [check_int(s, "random_seeds entries", low=0) for s in random_seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"random_seeds must not repeat a seed, got {seeds}")
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
-    return name, seeds, None if texts is None else check_texts(texts)
+    return name, n_passages, n_tokens, seed, seeds, None if texts is None else check_texts(texts)
 
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
@@ -284,7 +284,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
 
     Chapters: *E1*, *E2*, *E3*.
     """
-    name, random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
+    name, n_passages, n_tokens, seed, random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds,
+                                                                        texts, device)
     if texts is None:
         check_corpus(corpus)
     else:
@@ -323,7 +324,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     twin ``random_like(model, 1000)`` for :func:`connlap_lite.known.known_results` (the twin only if it is that one,
     the model only if it is not quantised)."""
     n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
-    random_init, q4, texts, corpus, bos = args["random_init"], args["q4"], args["texts"], args["corpus"], args.get("bos")
+    random_init, q4, texts, corpus = args["random_init"], args["q4"], args["texts"], args["corpus"]
+    bos = args.get("bos")
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)

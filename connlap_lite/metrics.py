@@ -324,7 +324,8 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
     U, V = heads.U.to(dt), heads.V.to(dt)
     tr = torch.einsum("hdr,hrd->h", U, V)
     fro = heads.singular_values(dt).pow(2).sum(-1).sqrt()
-    score = torch.where(fro > 0, tr / (math.sqrt(U.shape[-1]) * fro.clamp_min(1e-300)), torch.full_like(fro, float("nan")))
+    score = torch.where(fro > 0, tr / (math.sqrt(U.shape[-1]) * fro.clamp_min(1e-300)),
+                        torch.full_like(fro, float("nan")))
     return undefined(score, "copy_score", "a head's transport is zero (0/0)")
 
 

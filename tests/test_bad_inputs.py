@@ -525,7 +525,8 @@ def _on_meta(m):
 
 ANALYSIS = [
     ("verify overflow", lambda m: __import__("connlap_lite.verify", fromlist=["check"]).check(_overflowing(m), IDS),
-     ValueError, r"layer 1 of llama: the module's output holds NaN or inf .* not the adapter's error\): check the scale"),
+     ValueError,
+     r"layer 1 of llama: the module's output holds NaN or inf .* not the adapter's error\): check the scale"),
     ("measure on the meta device", lambda m: A.measure(_on_meta(m), {"input_ids": IDS}, encoder=False), ValueError,
      "its weights are on the meta device .* load it with load_model or from_pretrained onto 'cpu'"),
     ("verify a meta batch", lambda m: __import__("connlap_lite.verify", fromlist=["verify"]).verify(m, IDS.to("meta")),
