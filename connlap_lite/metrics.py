@@ -41,7 +41,7 @@ import math
 
 import torch
 
-from ._backend import (check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor, tolerance,
+from ._backend import (check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor,
                        undefined)
 from . import laplacian as _laplacian
 from .transports import HeadTransports
@@ -158,12 +158,14 @@ def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     return torch.where(mass > 1e-12, Q / mass.clamp_min(1e-300), eye)
 
 
+ROW_TOL = 1e-2   # a row's sum may miss 1 by this much: half-precision attention rounds each entry by 2^-9 or 2^-12
+
+
 def _stochastic(P, name: str = "P") -> torch.Tensor:
-    """``P`` as float64 walks whose rows sum to 1 (to float32 rounding): a zero row is named, with the fix."""
-    W = _walks(P, name)
-    sums = W.double().sum(-1)
-    tol = tolerance(W.dtype, torch.float32, n=W.shape[-1])
-    off = (sums - 1).abs() > tol
+    """``P`` as float64 walks whose rows sum to 1 (within :data:`ROW_TOL`): a zero row is named, with the fix."""
+    W = _walks(P, name).double()
+    sums = W.sum(-1)
+    off = (sums - 1).abs() > ROW_TOL
     if bool(off.any()):
         where = [int(i) for i in torch.nonzero(off)[0]]
         row, total = where[-1], float(sums[tuple(where)])
@@ -171,7 +173,19 @@ def _stochastic(P, name: str = "P") -> torch.Tensor:
         at = f"row {row}" if len(where) == 1 else f"row {row} of walk {tuple(where[:-1])}"
         raise ValueError(f"{name} must be row-stochastic: {at} {kind}; normalise its rows (P / P.sum(-1, "
                          "keepdim=True)) or give every token at least one key")
-    return W.double()
+    return W
+
+
+def _reach(P: torch.Tensor) -> torch.Tensor:
+    """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``i`` from itself), by
+    repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
+    eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
+    R = (P > 0) | eye
+    if bool(R.all()):
+        return R
+    for _ in range(max(1, math.ceil(math.log2(P.shape[-1])))):
+        R = (R.double() @ R.double()) > 0
+    return R
 
 
 def stationary(P: torch.Tensor) -> torch.Tensor:
@@ -181,7 +195,7 @@ def stationary(P: torch.Tensor) -> torch.Tensor:
     implementation that :func:`connlap_lite.stationary_distribution` uses too): for an irreducible
     chain, or a causal one (the first token absorbs), the matrix is invertible and its solution is the
     unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.  A row that does not sum to 1 (a zero row) and a
-    walk without a unique ``pi`` (two closed classes) are refused.
+    walk without a unique ``pi`` (two closed classes: no token that every token reaches) are refused.
 
     >>> stationary(teleport(uniform_walk(3, causal=True), 0.5)).numpy().round(6)   # pi P = pi, sum pi = 1
     array([0.533333, 0.266667, 0.2     ])
@@ -190,17 +204,11 @@ def stationary(P: torch.Tensor) -> torch.Tensor:
     ...
     ValueError: P must be row-stochastic: row 1 sums to 0 (a token that attends nowhere); normalise its rows (P / P.sum(-1, keepdim=True)) or give every token at least one key
     """
-    W = _walks(P)
-    P = _stochastic(W)
-    try:
-        pi = _laplacian.stationary(P)
-    except torch.linalg.LinAlgError:                # exactly singular: no unique pi
-        pi = torch.full(P.shape[:-1], float("nan"), dtype=P.dtype, device=P.device)
-    residual = (torch.einsum("...i,...ij->...j", pi, P) - pi).abs().amax(-1)
-    if not bool((residual <= 10 * tolerance(W.dtype, torch.float32, n=P.shape[-1])).all()):
+    P = _stochastic(P)
+    if not bool(_reach(P).all(-2).any(-1).all()):
         raise ValueError("P has no unique stationary distribution (its walk has more than one closed class of "
                          "tokens); apply metrics.teleport(P) first for the PageRank chain, which has one")
-    return pi
+    return _laplacian.stationary(P)
 
 
 def reversibility(P: torch.Tensor) -> torch.Tensor:
@@ -208,24 +216,24 @@ def reversibility(P: torch.Tensor) -> torch.Tensor:
 
     The same computation as :func:`connlap_lite.reversibility_defect` (one implementation,
     :func:`connlap_lite.laplacian.reversibility`), in float64, with ``pi`` from :func:`stationary`.
-    A walk that is not irreducible (some ``pi_i = 0``, as in a causal walk, whose first token absorbs
-    everything) is refused: its defect would read as 0, "perfectly reversible", from the absorbing token alone.
+    A walk that is not irreducible (some token cannot reach another, as in a causal walk, whose first token
+    absorbs everything) is refused: its defect would read as 0, "perfectly reversible", from the absorbing
+    token alone.
 
     >>> float(reversibility(teleport(uniform_walk(4, causal=True)))) > 0
     True
     >>> reversibility(uniform_walk(4, causal=True))
     Traceback (most recent call last):
     ...
-    ValueError: P must be irreducible for reversibility: its stationary distribution is 0 at token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
+    ValueError: P must be irreducible for reversibility: token 0 cannot reach token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
     """
-    pi = stationary(P)
     P = _stochastic(P)
-    dead = pi <= 1e-12 * pi.amax(-1, keepdim=True)
-    if bool(dead.any()):
-        token = int(torch.nonzero(dead)[0][-1])
-        raise ValueError(f"P must be irreducible for reversibility: its stationary distribution is 0 at token "
-                         f"{token} (a causal walk's first token absorbs everything); apply metrics.teleport(P) first")
-    return _laplacian.reversibility(P, pi)
+    R = _reach(P)
+    if not bool(R.all()):
+        *_, i, j = (int(k) for k in torch.nonzero(~R)[0])
+        raise ValueError(f"P must be irreducible for reversibility: token {i} cannot reach token {j} (a causal "
+                         "walk's first token absorbs everything); apply metrics.teleport(P) first")
+    return _laplacian.reversibility(P, _laplacian.stationary(P))
 
 
 # ------------------------------------------------------------------- E2: transports
