@@ -249,7 +249,7 @@ def _main(argv=None) -> int:
     _check_device(args.device)
     _check_outputs(args, ap)
     from .analysis import analyze
-    from .report import depth_trend, layer_curve, random_nulls
+    from .report import depth_trend, layer_means, random_nulls
 
     # with the chapter *Known results* on the same passages: the model and its random-init null loaded once
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
@@ -264,7 +264,7 @@ def _main(argv=None) -> int:
         for cond in (main_condition, "random0", "shuffled"):
             if metric not in report["conditions"].get(cond, {}):
                 continue
-            means = layer_curve(report, metric, cond, n_boot=1)[0]
+            means = layer_means(report, metric, cond)
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
     print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
