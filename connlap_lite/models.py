@@ -473,9 +473,11 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
     config = AutoConfig.from_pretrained(folder, **extra)
     check_config(config, name or folder)
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
-    if not tokenizer("a test of the tokenizer", add_special_tokens=False)["input_ids"]:
-        raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to no tokens (its vocabulary "
-                           "files are missing or empty): save the model's own tokenizer into its folder")
+    ids = tokenizer("the model reads this sentence", add_special_tokens=False)["input_ids"]
+    if not ids or all(i == tokenizer.unk_token_id for i in ids):     # no vocabulary: nothing, or all unknown
+        raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to "
+                           f"{'no tokens' if not ids else 'unknown tokens only'} (its vocabulary files are missing "
+                           "or empty): save the model's own tokenizer into its folder (tokenizer.save_pretrained)")
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if random_init:
         model = _without_sdpa_if_refused(lambda impl: fresh_model(auto, config, seed, impl), attn_implementation)

@@ -390,6 +390,11 @@ def folders(tmp_path_factory):
            "gqa": folder("gqa", {**llama, "num_attention_heads": 6, "num_key_value_heads": 4}),
            "zero heads": folder("zero-heads", {**llama, "num_attention_heads": 0, "num_key_value_heads": 0})}
     import tiny_models
+    empty = tiny_models.make_folder(root / "tokenizer-config-only")          # a tokenizer without its vocabulary
+    for f in empty.iterdir():
+        if f.name not in ("config.json", "model.safetensors", "generation_config.json", "tokenizer_config.json"):
+            f.unlink()
+    out["no vocabulary"] = empty
     nan = tiny_models.make_folder(root / "nan-weight")
     from safetensors.torch import load_file, save_file
     weights = load_file(str(nan / "model.safetensors"))
@@ -404,6 +409,8 @@ FOLDERS = [
      r"unsupported architecture 'mamba'; supported families: bert, .*llama/mistral/qwen2"),
     ("folder without tokenizer", lambda f: models.load_model(f["no tokenizer"]), FileNotFoundError,
      r"is a folder without tokenizer files .*\(tokenizer.save_pretrained\(folder\)\)"),
+    ("tokenizer without vocabulary", lambda f: models.load_model(f["no vocabulary"]), ValueError,
+     r"its tokenizer encodes text to (no tokens|unknown tokens only) .* save the model's own tokenizer"),
     ("query heads not a multiple", lambda f: models.load_model(f["gqa"]), ValueError,
      "num_attention_heads=6 is not a multiple of num_key_value_heads=4 .* fix one of them in its config.json"),
     ("zero heads", lambda f: models.load_model(f["zero heads"]), ValueError,
