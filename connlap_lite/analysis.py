@@ -21,7 +21,9 @@ Results are cached as JSON, keyed by the model name, the arguments, the metrics'
 (bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
 the running Python) and, for a local folder, the identity of its files, so the chapters that
 share a measurement compute it once.  A cached report that cannot be read or does not have the
-expected shape is recomputed (with a warning) and overwritten.
+expected shape is recomputed (with a warning) and overwritten; a cache that cannot be written is a
+warning, and the report is returned (the pipeline of :mod:`connlap_lite._cache`, which
+:func:`connlap_lite.known.known_results` shares).
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """

@@ -414,10 +414,10 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     try:
         model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=int(seed),
                                  device_map=device_map, attn_implementation=attn_implementation, name=name)
-    except ModelRefused:
-        raise
     except Exception as exc:
-        if kind == "offline" and name != "minilm-l6":
+        if isinstance(exc, ModelRefused) and kind != "offline":    # the user's folder or id: theirs to fix
+            raise
+        if kind == "offline" and name != "minilm-l6":             # our copy refused or failed: torn, rebuilt
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
                                        device_map=device_map, attn_implementation=attn_implementation)
         elif kind == "offline":

@@ -1,8 +1,9 @@
 """One model's measurements, its random-init null's, and the cached report that holds them.
 
 :func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
-one repeated token); :func:`known_results` does so for a model and its null, caches the JSON and adds
-the verdicts (:mod:`connlap_lite.known.statements`).
+one repeated token); :func:`known_results` does so for a model and its null, caches the JSON (through
+:mod:`connlap_lite._cache`, as :func:`connlap_lite.analyze` does) and adds the verdicts
+(:mod:`connlap_lite.known.statements`).
 
 Chapter: *Known results, reproduced*.
 """
