@@ -91,7 +91,6 @@ def _offline(name: str) -> tuple[str, dict]:
         return _source(name)
 
 
-
 def _intact(target: Path) -> bool:
     """Whether ``target`` is a complete converted copy: its marker parses and every file it lists matches."""
     try:
@@ -386,8 +385,10 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         An offline short name (the table in :mod:`connlap_lite.offline`), a Hugging Face id
         (``gpt2`` ... ``gpt2-xl``, ``bert-base-uncased``, ``meta-llama/Meta-Llama-3-8B``)
         or a local folder.
-    device, dtype : where and in what precision the weights live (dtype None: what transformers loads by
-        default, the checkpoint's own precision in transformers 5; a random-init model takes its config's).
+    device, dtype : where and in what precision the weights live (dtype a torch dtype or its name, such as
+        ``"bfloat16"``; None or ``"auto"``: what transformers loads by default, the checkpoint's own precision in
+        transformers 5; a random-init model takes its config's).  A device this machine lacks (``"cuda"``
+        without CUDA) and ``"meta"`` are refused before anything is read.
     random_init : bool
         The null model: the same architecture and tokenizer, weights freshly
         initialised with ``seed``.
@@ -397,7 +398,11 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         or ``"eager"``, which forms it and can return it (``output_attentions=True``).
 
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
-    looked up in the local cache only when the hub cannot be reached (no retries).
+    looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
+    read, the config is checked (a supported family, at least one head, query heads a multiple of the
+    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens);
+    after loading, non-finite weights are refused by name (:func:`check_weights`).  A model class that
+    refuses ``"sdpa"`` is loaded with ``"eager"``.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
