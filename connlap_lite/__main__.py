@@ -74,11 +74,50 @@ def _writable_folder(folder: Path, option: str) -> None:
         raise _Usage(f"{option}: cannot write into {folder} ({exc.strerror or exc}); give a writable path") from None
 
 
+def _is_report(path: Path) -> bool:
+    """Whether ``path`` holds a report that ``analyze --json`` wrote (which a new report may replace)."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(report, dict) and {"schema", "model", "conditions"} <= set(report)
+
+
+def _model_folders(model: str) -> list[Path]:
+    """The folders that hold ``model``'s own files: a local folder, or an offline model's converted copies."""
+    from .models import OFFLINE, cache_dir
+
+    folders = [Path(model).expanduser()] if Path(model).expanduser().is_dir() else []
+    if model in OFFLINE:
+        folders.append(cache_dir() / "converted")
+    return [f.resolve() for f in folders]
+
+
+def _write_report(path: Path, report: dict) -> None:
+    """Write the report to ``--json path`` atomically; a failure names the file (the report was computed, and
+    is in the measurement cache unless a warning said otherwise)."""
+    from ._files import atomic_write_text
+
+    try:
+        atomic_write_text(path, json.dumps(report, indent=1))
+    except OSError as exc:
+        raise OSError(f"--json {path}: the report could not be written ({exc.strerror or exc}); run again with "
+                      "--json on a writable disk with free space (the measurement is in the cache unless a warning "
+                      "above said it could not be cached)") from None
+
+
 def _check_outputs(args, ap) -> None:
     """``--json`` and ``--figures`` checked before the analysis, not after it."""
     if args.json is not None:
         if args.json.is_dir():
             _fail(ap, f"--json {args.json} is a folder; give a file path such as {args.json / 'report.json'}")
+        inside = [f for f in _model_folders(args.model) if args.json.resolve().is_relative_to(f)]
+        if inside:
+            _fail(ap, f"--json {args.json} is inside the model's folder {inside[0]}: a report there would change "
+                      "(or overwrite) the model's files; give a path outside it")
+        if args.json.exists() and not _is_report(args.json):
+            _fail(ap, f"--json {args.json} exists and is not a report written by analyze --json: it is not "
+                      "overwritten; give a new path, or remove the file first")
         if args.json.exists() and not os.access(args.json, os.W_OK):
             _fail(ap, f"--json {args.json}: the file is not writable; give another path")
         _writable_folder(args.json.parent, f"--json {args.json}")
@@ -217,15 +256,12 @@ def _main(argv=None) -> int:
     _check_device(args.device)
     _check_outputs(args, ap)
     from .analysis import analyze
-    from .report import depth_trend, layer_curve, random_nulls
+    from .report import depth_trend, layer_means, random_nulls
 
+    # with the chapter *Known results* on the same passages: the model and its random-init null loaded once
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                      random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
-                     refresh=args.no_cache, progress=True).to_dict()     # (a Report is read-only)
-    from .known import known_results              # the chapter *Known results*, on the same passages
-    report["known_results"] = known_results(args.model, n_passages=args.passages, n_tokens=args.tokens,
-                                            seed=args.seed, random_init=args.random_init, texts=texts,
-                                            device=args.device, cache=not args.no_cache)
+                     refresh=args.no_cache, progress=True, known=True).to_dict()   # (a Report is read-only)
     main_condition = "random" if args.random_init else "trained"
     print(f"{report['model']}: {report['family']}, {'encoder' if report['encoder'] else 'decoder'}, "
           f"{report['layers']} layers, {report['parameters']:,} parameters, "
@@ -235,7 +271,7 @@ def _main(argv=None) -> int:
         for cond in (main_condition, "random0", "shuffled"):
             if metric not in report["conditions"].get(cond, {}):
                 continue
-            means = layer_curve(report, metric, cond, n_boot=1)[0]
+            means = layer_means(report, metric, cond)
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
     print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
@@ -248,8 +284,7 @@ def _main(argv=None) -> int:
               f"{y['head_nulls'][y['strongest_head_null']]:.3f}, data {y['data_defect']:.3f} vs "
               f"{y['data_nulls'][y['strongest_data_null']]:.3f})")
     if args.json is not None:
-        from ._files import atomic_write_text
-        atomic_write_text(args.json, json.dumps(report, indent=1))
+        _write_report(args.json, report)
         print(f"wrote {args.json}")
     if args.figures is not None:
         from .plots import layer_curves

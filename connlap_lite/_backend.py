@@ -8,6 +8,8 @@ as numpy.  Every check names the argument it rejects and what it expected.
 from __future__ import annotations
 
 import math
+import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,25 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
     return t
 
 
+def integer(value) -> int | None:
+    """``value`` as an int if it is integer-like (an int, a numpy or 0-d torch integer: ``operator.index``
+    takes it), else None; a bool (``True`` is no count) and a float (never truncated) are not.
+
+    Examples
+    --------
+    >>> integer(np.int64(3)), integer(torch.tensor(2)), integer(2.0), integer(True)
+    (3, 2, None, None)
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, torch.Tensor) and (value.dtype == torch.bool or value.ndim):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def check_int(value, name: str, *, low: int | None = None, high: int | None = None, why: str = "") -> int:
     """``value`` as an int in ``[low, high)``, or an error naming ``name``: a float, a bool or a string is refused.
 
@@ -71,11 +92,10 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     ...
     TypeError: k must be an int, got 2.5 (float)
     """
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    as_int = integer(value)
+    if as_int is None:
         raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
-    value = int(value)
+    value = as_int
     if (low is not None and value < low) or (high is not None and value >= high):
         span = (f"in [{low}, {high})" if high is not None and low is not None
                 else f"at least {low}" if low is not None else f"below {high}")
@@ -95,16 +115,12 @@ def check_index(value, name: str, n: int) -> int:
     ...
     TypeError: i must be an int index in [0, 3), got 1.5 (float)
     """
-    import numbers
-
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_floating_point() \
-            and value.dtype != torch.bool:
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    as_int = integer(value)
+    if as_int is None:
         raise TypeError(f"{name} must be an int index in [0, {n}), got {value!r} ({type(value).__name__})")
-    if not 0 <= int(value) < n:
-        raise ValueError(f"{name} must be an index in [0, {n}), got {int(value)}: out of range")
-    return int(value)
+    if not 0 <= as_int < n:
+        raise ValueError(f"{name} must be an index in [0, {n}), got {as_int}: out of range")
+    return as_int
 
 
 def check_indices(values, name: str, n: int) -> list[int]:
@@ -125,6 +141,29 @@ def _all_finite(t: torch.Tensor) -> bool:
     """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one."""
     lo, hi = torch.aminmax(t)
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
+
+
+class UndefinedWarning(RuntimeWarning):
+    """A quantity is undefined for some of its inputs (0/0, too few points): those values are NaN."""
+
+
+def undefined(t: torch.Tensor, quantity: str, why: str, *, stacklevel: int = 3) -> torch.Tensor:
+    """``t`` unchanged; if it holds NaN, one :class:`UndefinedWarning` naming ``quantity`` and ``why`` (the same
+    text every time, so Python shows it once per place it is raised from, not once per value or per call).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = undefined(torch.tensor([1.0, float("nan")]), "ratio", "0/0 where both are zero")
+    >>> str(caught[0].message)
+    'ratio is undefined (NaN) where 0/0 where both are zero; those values are NaN, not numbers: leave them out'
+    """
+    if t.numel() and bool(torch.isnan(t).any()):
+        warnings.warn(f"{quantity} is undefined (NaN) where {why}; those values are NaN, not numbers: leave them out",
+                      UndefinedWarning, stacklevel=stacklevel)
+    return t
 
 
 def out(t: torch.Tensor, numpy: bool) -> Array:

@@ -114,8 +114,8 @@ def read_json(path: Path, what: str = "cached measurement"):
 
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):      # nothing there (a file where a folder should be: the
+        return None                                      # writer says so)
     except (OSError, ValueError) as exc:
         warnings.warn(f"the {what} {path} cannot be read ({exc}); recomputing it", stacklevel=3)
         return None

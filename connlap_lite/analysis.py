@@ -30,17 +30,15 @@ Results are cached as JSON, keyed by the model name, the arguments, the metrics'
 (bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
 the running Python) and, for a local folder, the identity of its files, so the chapters that
 share a measurement compute it once.  A cached report that cannot be read or does not have the
-expected shape is recomputed (with a warning) and overwritten.
+expected shape is recomputed (with a warning) and overwritten; a cache that cannot be written is a
+warning, and the report is returned (the pipeline of :mod:`connlap_lite._cache`, which
+:func:`connlap_lite.known.known_results` shares).
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-import warnings
-from pathlib import Path
 
 import torch
 
@@ -49,11 +47,11 @@ from . import record
 from .edges import edge_defects
 from .transports import HeadTransports
 from .nulls import gaussian_null, quantise_q4, random_like, rotation_null, shuffled
-from ._backend import check_int
-from ._files import atomic_write_text, locked, read_json, sweep
+from ._backend import check_int, undefined
+from ._cache import cached, folder_identity
 from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
-from .models import OFFLINE, cache_dir, load_model
+from .models import check_model, load_model, model_name
 from .verify import check as verify_check
 from .text import check_bos, check_corpus, check_texts, corpus_digest
 from .text import corpus as corpus_texts
@@ -96,11 +94,12 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
             spectra.append(spec)
         pair = (spec[:, None, :] - spec[None, :, :]).abs().mean(-1)
         # each passage's mean distance to the others; with one passage there are no others
-        out[key] = pair.sum(1) / (B - 1) if B > 1 else torch.full((B,), float("nan"), dtype=P.dtype)
+        out[key] = pair.sum(1) / (B - 1) if B > 1 else undefined(torch.full((B,), float("nan"), dtype=P.dtype),
+                                                                  key, "a batch has one passage (no other to compare)")
     if B > 1:
         Un = M.without_sinks(U, sinks) if sinks else U
         others = (Pn.sum(0, keepdim=True) - Pn) / (B - 1)
-        out["input_dependence_nosink"] = M.walk_distance(Pn, others) / M.walk_distance(Pn, Un).clamp_min(1e-12)
+        out["input_dependence_nosink"] = M.over_scale(M.walk_distance(Pn, others), M.walk_distance(Pn, Un))
     return out
 
 
@@ -119,15 +118,15 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     else:
         spec, spec_nosink = M.spectral_distance(P, Q), M.spectral_distance(Pn, Qn)
     scale, scale_nosink = M.uniform_scale(P, Q, causal), M.uniform_scale(Pn, Qn, causal, sinks)
-    out = {"tv": M.walk_distance(P, Q), "tv_norm": M.walk_distance(P, Q) / scale,
+    out = {"tv": M.walk_distance(P, Q), "tv_norm": M.over_scale(M.walk_distance(P, Q), scale),
            "spec": spec, "tv_nosink": M.walk_distance(Pn, Qn),
-           "tv_norm_nosink": M.walk_distance(Pn, Qn) / scale_nosink, "spec_nosink": spec_nosink}
+           "tv_norm_nosink": M.over_scale(M.walk_distance(Pn, Qn), scale_nosink), "spec_nosink": spec_nosink}
     B = P.shape[0]
     if B > 1:
         for tag, A, C, yardstick in (("", P, Q, scale), ("_nosink", Pn, Qn, scale_nosink)):
             others = (C.sum(0, keepdim=True) - C) / (B - 1)
-            out["cross_passage_tv_norm" + tag] = M.walk_distance(A, C.roll(-1, 0)) / yardstick
-            out["positional_tv_norm" + tag] = M.walk_distance(A, others) / yardstick
+            out["cross_passage_tv_norm" + tag] = M.over_scale(M.walk_distance(A, C.roll(-1, 0)), yardstick)
+            out["positional_tv_norm" + tag] = M.over_scale(M.walk_distance(A, others), yardstick)
     return out
 
 
@@ -171,6 +170,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
                         "connlap_lite.passages")
+    check_model(model, batch)
     mask = batch.get("attention_mask")
     if mask is not None and not bool(torch.as_tensor(mask).bool().all()):
         rows = torch.nonzero(~torch.as_tensor(mask).bool().all(1)).flatten().tolist()
@@ -243,27 +243,6 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 SCHEMA = "2026-12-01.4"   # .4: detected sinks, one yardstick for the inner nulls, input dependence
 
 
-def _key(name: str, **kw) -> str:
-    blob = json.dumps({"name": name, "schema": SCHEMA, **kw}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def _folder_identity(name: str) -> str | None:
-    """For a local folder, a digest of its files' names, sizes and modification times; else None.
-
-    The offline short names pin their packages' versions in the name of their files (and hashes
-    in :mod:`connlap_lite.models`), so their key is left as it was.
-    """
-    if name in OFFLINE or not Path(name).expanduser().is_dir():
-        return None
-    h = hashlib.sha256()
-    for f in sorted(Path(name).expanduser().rglob("*")):
-        if f.is_file() and not any(part.startswith(".") for part in f.relative_to(Path(name).expanduser()).parts):
-            st = f.stat()
-            h.update(f"{f.relative_to(Path(name).expanduser())}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
 def _report_problem(report, name: str, args: dict) -> str | None:
     """Why a cached report cannot be used (None if it can): its shape is checked, not trusted."""
     if not isinstance(report, dict):
@@ -289,40 +268,27 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     return None
 
 
-def _cached(path: Path, name: str, args: dict) -> dict | None:
-    """The cached report at ``path``, or None (absent, unreadable or malformed: a warning says which)."""
-    report = read_json(path)
-    if report is None:
-        return None
-    problem = _report_problem(report, name, args)
-    if problem:
-        warnings.warn(f"the cached measurement {path} is not usable ({problem}); recomputing it", stacklevel=3)
-        return None
-    return report
-
-
-def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple[list[int], list | None]:
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"name must be a model short name, Hugging Face id or folder, got {name!r}")
-    check_int(n_passages, "n_passages", low=2, why="bootstrap intervals and cross-passage distances need two")
-    check_int(n_tokens, "n_tokens", low=4)
-    check_int(seed, "seed", low=0)
+def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple:
+    """The arguments checked, as plain Python values (a path's string, numpy ints as ints: the key is JSON)."""
+    name = model_name(name)
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and cross-passage distances need two")
+    n_tokens = check_int(n_tokens, "n_tokens", low=4)
+    seed = check_int(seed, "seed", low=0)
     if isinstance(random_seeds, (str, bytes)) or not hasattr(random_seeds, "__iter__"):
         raise TypeError(f"random_seeds must be a sequence of ints such as (0, 1), got {random_seeds!r}")
-    seeds = list(random_seeds)
-    for s in seeds:
-        check_int(s, "random_seeds entries", low=0)
+    seeds = [check_int(s, "random_seeds entries", low=0) for s in random_seeds]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"random_seeds must not repeat a seed, got {seeds}")
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
-    return seeds, None if texts is None else check_texts(texts)
+    return name, n_passages, n_tokens, seed, seeds, None if texts is None else check_texts(texts)
 
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
-            refresh: bool = False, progress: bool = False) -> "record.Report":
+            refresh: bool = False, progress: bool = False, known: bool = False) -> "record.Report":
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a :class:`connlap_lite.record.Report` (read-only, JSON-able, read like a dict): model facts
@@ -334,11 +300,15 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
     following the tokenizer (None; see :func:`connlap_lite.passages`): the sink ablation of chapter *Scorecard*.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
-    the cached report.  A cached report that is unreadable or malformed is recomputed with a warning.
+    the cached report.  A cached report that is unreadable or malformed is recomputed with a warning; a
+    report that cannot be cached (a read-only or full disk) is returned, with a warning naming the path.
+    ``known`` adds ``"known_results"``: :func:`connlap_lite.known.known_results` on the same model, seed and
+    passage sizes, measured with the model and random-init null loaded here (not loaded twice).
 
     Chapters: *E1*, *E2*, *E3*.
     """
-    random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device)
+    name, n_passages, n_tokens, seed, random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds,
+                                                                        texts, device)
     if texts is None:
         check_corpus(corpus)
     else:
@@ -349,14 +319,36 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
                 corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
-    identity = _folder_identity(name)
-    key = _key(name, **args) if identity is None else _key(name, weights=identity, **args)
-    slug = "".join(c if c.isalnum() or c in ".-" else "_" for c in name.strip("/"))[-80:]
-    path = cache_dir() / "measurements" / f"{slug}-{key}.json"
-    if cache and not refresh:
-        report = _cached(path, name, args)
-        if report is not None:
-            return record.Report(report)
+    identity = folder_identity(name)
+    fields = args if identity is None else {"weights": identity, **args}
+    held = {}                                       # the loaded model and its twin, for the chapter *Known results*
+
+    def compute() -> dict:
+        return _measure_all(name, args, device=device, progress=progress, held=held if known else None)
+
+    report = cached("measurements", name, SCHEMA, fields, lambda r: _report_problem(r, name, args), compute,
+                    read=cache and not refresh, write=cache or refresh)
+    if known:
+        from .known.report import NULL_SEED, known_results
+        load = None
+        if "model" in held:                         # measured just now: the same model, and its twin if it is the
+            model, tok, twin = held.pop("model"), held.pop("tokenizer"), held.pop("twin", None)   # known null
+
+            def load():
+                return model, tok, twin if twin is not None else random_like(model, NULL_SEED)
+        report = {**report, "known_results": known_results(name, n_passages=n_passages, n_tokens=n_tokens, seed=seed,
+                                                           random_init=random_init, texts=texts, device=device,
+                                                           cache=cache and not refresh, _load=load)}
+    return record.Report(report)
+
+
+def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: dict | None) -> dict:
+    """The report :func:`analyze` returns, measured; ``held`` (if given) keeps the model, its tokenizer and the
+    twin ``random_like(model, 1000)`` for :func:`connlap_lite.known.known_results` (the twin only if it is that one,
+    the model only if it is not quantised)."""
+    n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
+    random_init, q4, texts, corpus = args["random_init"], args["q4"], args["texts"], args["corpus"]
+    bos = args.get("bos")
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)
@@ -380,6 +372,10 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     sinks = report["sink_columns"] = {}              # every condition's detected sink columns, per layer
     conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress,
                                 sinks_found=sinks.setdefault(label, []))
+    if held is not None and not q4:
+        held.update(model=model, tokenizer=tok)
+        if random_seeds and random_seeds[0] == 0:   # random_like(model, 1000): the known results' null too
+            held["twin"] = twin
     nulls = {}
     for s in random_seeds:                          # the first null is the twin itself: built once
         null = twin if twin is not None else random_like(model, 1000 + s)
@@ -387,15 +383,9 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
                                       sinks_found=sinks.setdefault(f"random{s}", []))
         del null
-    if shuffle:
+    if args["shuffle"]:
         conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
                                          progress=progress, sinks_found=sinks.setdefault("shuffled", []))
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
-    if cache or refresh:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with locked(path.parent):                   # one lock for the folder: no lock file per report
-            sweep(path, everything=True)
-            atomic_write_text(path, json.dumps(report))
-    return record.Report(report)
-
+    return report

@@ -42,7 +42,8 @@ import math
 
 import torch
 
-from ._backend import check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor
+from ._backend import (check_float_dtype, check_indices, check_int, eigvalsh, harmonise, to_tensor,
+                       undefined)
 from . import laplacian as _laplacian
 from .transports import HeadTransports
 from .transports import check_heads as _heads
@@ -91,24 +92,35 @@ def normalised_walk_distance(P: torch.Tensor, Q: torch.Tensor, causal: bool, sin
     compares like with like and a walk equal to its reference is at distance 0 from it.  A null
     measured against ``P`` (another passage's walk in place of ``Q``) is divided by the same pair's
     ``uniform_scale(P, Q)``, not by its own: one yardstick for the trained pair and its nulls.
+    Two walks that both equal the reference give 0/0: NaN, with an :class:`UndefinedWarning`.
 
     >>> U = uniform_walk(6, causal=True)
-    >>> float(normalised_walk_distance(without_sinks(U, [0]), without_sinks(U, [0]) * 1.0, True, [0]))
+    >>> P = 0.5 * U + 0.5 * torch.eye(6, dtype=torch.float64)
+    >>> float(normalised_walk_distance(without_sinks(P, [0]), without_sinks(U, [0]), True, [0]))   # P's own scale
+    2.0
+    >>> float(normalised_walk_distance(without_sinks(P, [0]), without_sinks(P, [0]), True, [0]))
     0.0
     """
     P, Q = _pair(P, Q)
-    return walk_distance(P, Q) / uniform_scale(P, Q, causal, sinks)
+    return over_scale(walk_distance(P, Q), uniform_scale(P, Q, causal, sinks))
 
 
 def uniform_scale(P: torch.Tensor, Q: torch.Tensor, causal: bool, sinks: list[int] = ()) -> torch.Tensor:
-    """The mean distance of ``P`` and ``Q`` from the uniform walk (without ``sinks``), at least ``1e-12``:
-    the denominator of :func:`normalised_walk_distance`."""
+    """The mean distance of ``P`` and ``Q`` from the uniform walk (without ``sinks``): the denominator of
+    :func:`normalised_walk_distance` (0 where both are uniform; :func:`over_scale` divides by it)."""
     P, Q = _pair(P, Q)
     sinks = check_indices(sinks, "sinks", P.shape[-1])
     U = uniform_walk(P.shape[-1], bool(causal), dtype=P.dtype, device=P.device)
     if len(sinks):
         U = without_sinks(U, list(sinks))
-    return (0.5 * (walk_distance(P, U) + walk_distance(Q, U))).clamp_min(1e-12)
+    return 0.5 * (walk_distance(P, U) + walk_distance(Q, U))
+
+
+def over_scale(distance: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """``distance / scale``, the normalised distance; NaN with one :class:`UndefinedWarning` where ``scale`` is 0
+    (both walks equal the uniform walk: 0/0, never a small number over a clamp)."""
+    ratio = torch.where(scale > 0, distance / scale.clamp_min(1e-300), torch.full_like(scale, float("nan")))
+    return undefined(ratio, "normalised_walk_distance", "both walks equal the uniform walk (0/0)")
 
 
 def sym_spectrum(P: torch.Tensor) -> torch.Tensor:
@@ -188,17 +200,57 @@ def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     return torch.where(mass > 1e-12, Q / mass.clamp_min(1e-300), eye)
 
 
+ROW_TOL = 1e-2   # a row's sum may miss 1 by this much: half-precision attention rounds each entry by 2^-9 or 2^-12
+
+
+def _stochastic(P, name: str = "P") -> torch.Tensor:
+    """``P`` as float64 walks whose rows sum to 1 (within :data:`ROW_TOL`): a zero row is named, with the fix."""
+    W = _walks(P, name).double()
+    sums = W.sum(-1)
+    off = (sums - 1).abs() > ROW_TOL
+    if bool(off.any()):
+        where = [int(i) for i in torch.nonzero(off)[0]]
+        row, total = where[-1], float(sums[tuple(where)])
+        kind = "sums to 0 (a token that attends nowhere)" if total == 0 else f"sums to {total:.6g}"
+        at = f"row {row}" if len(where) == 1 else f"row {row} of walk {tuple(where[:-1])}"
+        raise ValueError(f"{name} must be row-stochastic: {at} {kind}; normalise its rows (P / P.sum(-1, "
+                         "keepdim=True)) or give every token at least one key")
+    return W
+
+
+def _reach(P: torch.Tensor) -> torch.Tensor:
+    """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``i`` from itself), by
+    repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
+    eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
+    R = (P > 0) | eye
+    if bool(R.all()):
+        return R
+    for _ in range(max(1, math.ceil(math.log2(P.shape[-1])))):
+        R = (R.double() @ R.double()) > 0
+    return R
+
+
 def stationary(P: torch.Tensor) -> torch.Tensor:
-    """Stationary distribution of an irreducible row-stochastic ``P`` (batched over leading axes).
+    """Stationary distribution of a row-stochastic ``P`` with one closed class (batched over leading axes).
 
     Solves ``(I - P^T + 1 1^T) pi = 1`` in float64 (:func:`connlap_lite.laplacian.stationary`, the one
     implementation that :func:`connlap_lite.stationary_distribution` uses too): for an irreducible
-    chain the matrix is invertible and its solution is the unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.
+    chain, or a causal one (the first token absorbs), the matrix is invertible and its solution is the
+    unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.  A row that does not sum to 1 (a zero row) and a
+    walk without a unique ``pi`` (two closed classes: no token that every token reaches) are refused.
 
     >>> stationary(teleport(uniform_walk(3, causal=True), 0.5)).numpy().round(6)   # pi P = pi, sum pi = 1
     array([0.533333, 0.266667, 0.2     ])
+    >>> stationary(torch.tensor([[1.0, 0.0], [0.0, 0.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: P must be row-stochastic: row 1 sums to 0 (a token that attends nowhere); normalise its rows (P / P.sum(-1, keepdim=True)) or give every token at least one key
     """
-    return _laplacian.stationary(_walks(P).double())
+    P = _stochastic(P)
+    if not bool(_reach(P).all(-2).any(-1).all()):
+        raise ValueError("P has no unique stationary distribution (its walk has more than one closed class of "
+                         "tokens); apply metrics.teleport(P) first for the PageRank chain, which has one")
+    return _laplacian.stationary(P)
 
 
 def reversibility(P: torch.Tensor) -> torch.Tensor:
@@ -206,8 +258,23 @@ def reversibility(P: torch.Tensor) -> torch.Tensor:
 
     The same computation as :func:`connlap_lite.reversibility_defect` (one implementation,
     :func:`connlap_lite.laplacian.reversibility`), in float64, with ``pi`` from :func:`stationary`.
+    A walk that is not irreducible (some token cannot reach another, as in a causal walk, whose first token
+    absorbs everything) is refused: its defect would read as 0, "perfectly reversible", from the absorbing
+    token alone.
+
+    >>> float(reversibility(teleport(uniform_walk(4, causal=True)))) > 0
+    True
+    >>> reversibility(uniform_walk(4, causal=True))
+    Traceback (most recent call last):
+    ...
+    ValueError: P must be irreducible for reversibility: token 0 cannot reach token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
     """
-    P = _walks(P).double()
+    P = _stochastic(P)
+    R = _reach(P)
+    if not bool(R.all()):
+        *_, i, j = (int(k) for k in torch.nonzero(~R)[0])
+        raise ValueError(f"P must be irreducible for reversibility: token {i} cannot reach token {j} (a causal "
+                         "walk's first token absorbs everything); apply metrics.teleport(P) first")
     return _laplacian.reversibility(P, _laplacian.stationary(P))
 
 
@@ -290,7 +357,9 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     var = torch.where(seen, gain - mean[..., None], torch.zeros_like(gain)).pow(2).sum(-1) / (count - 1)
     cv = var.sqrt() / mean
     # fewer than two tokens, or a head that maps everything to 0: the spread of gains is undefined
-    return torch.where((count > 1) & (mean > 0), cv, torch.full_like(cv, float("nan")))
+    cv = torch.where((count > 1) & (mean > 0), cv, torch.full_like(cv, float("nan")))
+    return undefined(cv, "data_isometry_defect", "a head sees fewer than two tokens in its read space or maps "
+                     "them all to 0")
 
 
 def copy_score(heads: HeadTransports) -> torch.Tensor:
@@ -305,7 +374,9 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
     U, V = heads.U.to(dt), heads.V.to(dt)
     tr = torch.einsum("hdr,hrd->h", U, V)
     fro = heads.singular_values(dt).pow(2).sum(-1).sqrt()
-    return tr / (math.sqrt(U.shape[-1]) * fro)
+    score = torch.where(fro > 0, tr / (math.sqrt(U.shape[-1]) * fro.clamp_min(1e-300)),
+                        torch.full_like(fro, float("nan")))
+    return undefined(score, "copy_score", "a head's transport is zero (0/0)")
 
 
 def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
@@ -329,7 +400,11 @@ def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
         Qu, _ = torch.linalg.qr(U)
         Qv, _ = torch.linalg.qr(V.transpose(1, 2))
         Z = Qu.transpose(1, 2) @ Qv
-    return Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
+    overlap = Z.pow(2).sum((-2, -1)) / heads.U.shape[-1]
+    # a zero write or read map has no subspace to overlap: QR would invent one
+    empty = (U.flatten(1).abs().amax(1) == 0) | (V.flatten(1).abs().amax(1) == 0)
+    overlap = torch.where(empty, torch.full_like(overlap, float("nan")), overlap)
+    return undefined(overlap, "read_write_overlap", "a head's write or read map is zero (no subspace)")
 
 
 def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:

@@ -21,22 +21,29 @@ Chapter: *Reading a real transformer as a connection walk*.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import numbers
 import os
 import re
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
+from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import is_encoder
+from .adapters import FAMILIES, is_encoder
 from .nulls import fresh_model
 # the packages that ship the offline models, and their checked files; answered here too (models.OFFLINE, ...)
 from .offline import (CHUNKED, OFFLINE, PACKAGED, Chunked, Packaged, _packaged, assemble, cache_dir,  # noqa: F401
                       sha256_of)
 
 
+# a disk that refuses the cache: read-only, full, over quota or the file-size limit, a file in the way, no permission
+CACHE_ERRORS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EEXIST, errno.EISDIR,
+                errno.EACCES, errno.EPERM}
 MARKER = "complete"          # a converted copy's completion marker: JSON, the sha256 of each of its files
 
 
@@ -65,13 +72,23 @@ def _offline(name: str) -> tuple[str, dict]:
     if name == "minilm-l6":
         return _source(name)
     target = _converted_dir(name)
-    with locked(target):
-        sweep(target)
-        if _intact(target):
+    try:
+        with locked(target):
+            sweep(target)
+            if _intact(target):
+                return str(target), {}
+            remove(target)
+            folder, extra = _source(name)
+            return _converted(name, folder, extra)
+    except OSError as exc:
+        if exc.errno not in CACHE_ERRORS:           # not the disk's refusal (a damaged source file, ...)
+            raise
+        if _intact(target):                         # a read-only cache that holds the copy: nobody can change it
             return str(target), {}
-        remove(target)
-        folder, extra = _source(name)
-        return _converted(name, folder, extra)
+        warnings.warn(f"model {name!r}: its converted copy cannot be written into {target.parent} "
+                      f"({exc.strerror or exc}); loading the GGUF file itself, which takes tens of seconds each time: "
+                      "set CONNLAP_CACHE to a writable folder with free space", stacklevel=4)
+        return _source(name)
 
 
 def _intact(target: Path) -> bool:
@@ -119,7 +136,13 @@ def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
         if hasattr(config, "quantization_config"):
             del config.quantization_config          # the weights are plain floats now
         config.save_pretrained(tmp)
-        save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        try:
+            save_model(model, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        except Exception as exc:                    # safetensors reports a disk's refusal as its own error
+            code = re.search(r"os error (\d+)", str(exc))
+            if code is None:
+                raise
+            raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(tmp)) from exc
         tokenizer.save_pretrained(tmp)
         files = {f.name: sha256_of(f) for f in sorted(tmp.iterdir()) if f.is_file()}
         origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name]}
@@ -172,10 +195,35 @@ def _answers(host: str, port: int, timeout: float = 3.0) -> bool:
         return False
 
 
+def model_name(name) -> str:
+    """A model's name as a string: a short name, a Hugging Face id, or a folder (a ``str`` or any path-like).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> model_name(Path("models") / "tiny")
+    'models/tiny'
+    >>> model_name(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: name must be a model short name, Hugging Face id or folder (a str or path), got 3; offline names: gemma3-270m, minilm-l6, qwen2.5-coder-0.5b, qwen2.5-coder-1.5b, smollm2-135m
+    """
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"name must be a model short name, Hugging Face id or folder (a str or path), got {name!r}; "
+                        f"offline names: {', '.join(sorted(OFFLINE))}")
+    return name
+
+
+# the files a saved tokenizer leaves in its folder (one of them is enough for AutoTokenizer)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model", "sentencepiece.bpe.model", "merges.txt")
+
+
 def _where(name: str) -> tuple[str, dict, str]:
     """Folder, keywords and kind (offline, folder, hub) of a model name, or a clear error naming ``name``."""
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"name must be a model short name or id, got {name!r}; offline names: {sorted(OFFLINE)}")
+    name = model_name(name)
     if name in OFFLINE:
         return (*_offline(name), "offline")
     path = Path(name).expanduser()
@@ -184,6 +232,10 @@ def _where(name: str) -> tuple[str, dict, str]:
             raise FileNotFoundError(f"name {name!r} is a folder without a config.json: give a folder saved with "
                                     "save_pretrained, a Hugging Face id or an offline short name "
                                     f"({', '.join(OFFLINE)})")
+        if not any((path / f).is_file() for f in TOKENIZER_FILES):
+            raise FileNotFoundError(f"name {name!r} is a folder without tokenizer files (none of "
+                                    f"{', '.join(TOKENIZER_FILES[:4])}, ...): save the model's tokenizer there too "
+                                    "(tokenizer.save_pretrained(folder))")
         return str(path), {}, "folder"
     if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
         raise FileNotFoundError(f"name {name!r} is not an offline short name ({', '.join(OFFLINE)}), an existing "
@@ -192,14 +244,132 @@ def _where(name: str) -> tuple[str, dict, str]:
     return name, extra, "hub"
 
 
-def _check_options(device, dtype) -> None:
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.bfloat16, ...) or None, "
-                        f"got {dtype!r}")
+DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "half", "float", "double")
+
+
+def _dtype(dtype) -> torch.dtype | None:
+    """``dtype`` as a floating torch dtype: a ``torch.dtype``, a name transformers takes (``"float16"``,
+    ``"torch.bfloat16"``), or ``None`` / ``"auto"`` (the checkpoint's own precision)."""
+    if isinstance(dtype, str):
+        text = dtype.strip().removeprefix("torch.")
+        if text == "auto":
+            return None
+        if text in DTYPE_NAMES:
+            return getattr(torch, text)
+    if dtype is None or (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        return dtype
+    raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.bfloat16, ...), one of their "
+                    f"names ({', '.join(DTYPE_NAMES[:4])}), 'auto' or None, got {dtype!r}")
+
+
+def check_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` that this machine has, or an error naming it and what to pass instead.
+
+    Examples
+    --------
+    >>> check_device("cpu")
+    device(type='cpu')
+    >>> check_device("meta")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='meta' holds no weights (shapes only): load on 'cpu' or 'cuda'
+    """
     try:
-        torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device must be a torch device such as 'cpu', 'cuda' or 'cuda:1', got {device!r}") from exc
+    if dev.type == "meta":
+        raise ValueError(f"device={device!r} holds no weights (shapes only): load on 'cpu' or 'cuda'")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but CUDA is not available here (torch {torch.__version__}); "
+                             "use device='cpu', or install a CUDA build of torch on a machine with a GPU")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r} but this machine has {torch.cuda.device_count()} CUDA devices; "
+                             f"use an index below {torch.cuda.device_count()}")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device={device!r} but MPS is not available here; use device='cpu'")
+    return dev
+
+
+class ModelRefused(ValueError):
+    """A model refused from its config or tokenizer before its weights are read: the message says what to fix
+    (never a reason to rebuild an offline model's converted copy)."""
+
+
+def check_config(config, name: str) -> None:
+    """Refuse, from its configuration alone and before any weight is read, a model the package cannot measure:
+    an unsupported family, no attention heads, or query heads that are not a multiple of the key/value heads.
+
+    ``config`` is a transformers config or the dict of a ``config.json`` (checked before transformers reads it,
+    which would fail on some of these in its own words).
+
+    Examples
+    --------
+    >>> check_config({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4}, "m")
+    Traceback (most recent call last):
+    ...
+    connlap_lite.models.ModelRefused: model 'm': num_attention_heads=6 is not a multiple of num_key_value_heads=4 (each key/value head serves a whole group of query heads): fix one of them in its config.json
+    """
+    def get(c, key):
+        return c.get(key) if isinstance(c, dict) else getattr(c, key, None)
+
+    kind = get(config, "model_type")
+    if kind not in FAMILIES and (kind is not None or not isinstance(config, dict)):
+        groups = sorted({"/".join(k for k, v in FAMILIES.items() if v is m) for m in FAMILIES.values()})
+        raise ModelRefused(f"model {name!r}: unsupported architecture {kind!r}; supported families: "
+                         f"{', '.join(groups)} (adding one is one adapter: connlap_lite/adapters)")
+    text = get(config, "text_config") or config
+    heads = next((v for v in (get(text, "num_attention_heads"), get(text, "n_head")) if v is not None), None)
+    groups = get(text, "num_key_value_heads") or heads
+    if isinstance(heads, int) and heads < 1:
+        raise ModelRefused(f"model {name!r}: its config has num_attention_heads={heads}; attention needs at least "
+                         "one head: fix num_attention_heads in its config.json")
+    if isinstance(heads, int) and isinstance(groups, int) and (groups < 1 or heads % groups):
+        raise ModelRefused(f"model {name!r}: num_attention_heads={heads} is not a multiple of "
+                         f"num_key_value_heads={groups} (each key/value head serves a whole group of query heads): "
+                         "fix one of them in its config.json")
+
+
+def check_model(model, batch=None) -> None:
+    """Refuse, before any forward pass, what would fail deep inside torch: an unsupported family, a head
+    layout that does not divide (:func:`check_config`), weights on the meta device or not finite
+    (:func:`check_weights`), and a batch on the meta device."""
+    if not hasattr(model, "named_parameters") or not hasattr(model, "config"):
+        return                                      # not a Hugging Face model: the caller's own error says so
+    check_config(model.config, type(model).__name__)
+    check_weights(model, f"model ({type(model).__name__})")
+    values = batch.values() if isinstance(batch, dict) else [batch]
+    if any(isinstance(v, torch.Tensor) and v.is_meta for v in values):
+        raise ValueError("batch is on the meta device (shapes only, no token ids): give real token ids, e.g. "
+                         "connlap_lite.passages(tokenizer, ...)")
+
+
+def check_weights(model, name: str = "model") -> None:
+    """Refuse weights on the meta device (no values) and non-finite weights, naming the layer and module.
+
+    Examples
+    --------
+    >>> layer = torch.nn.Linear(2, 2)
+    >>> with torch.no_grad():
+    ...     _ = layer.weight.fill_(float("nan"))
+    >>> check_weights(torch.nn.ModuleDict({"layers": torch.nn.ModuleList([layer])}))
+    Traceback (most recent call last):
+    ...
+    ValueError: model: the weight layers.0.weight (layer 0, module layers.0) holds 4 NaN/inf values; the checkpoint is damaged or overflowed in its precision: re-save or re-download it, or load it with dtype=torch.float32
+    """
+    for pname, p in model.named_parameters():
+        if p.is_meta:
+            raise ValueError(f"{name}: its weights are on the meta device (shapes only, no values; {pname}): load "
+                             "it with load_model or from_pretrained onto 'cpu' or 'cuda'")
+        if p.numel() and not _all_finite(p.detach()):
+            bad = int((~torch.isfinite(p.detach())).sum())
+            layer = re.search(r"\.(\d+)\.", f".{pname}")
+            module = pname.rsplit(".", 1)[0]
+            where = f"layer {layer.group(1)}, module {module}" if layer else f"module {module}"
+            raise ValueError(f"{name}: the weight {pname} ({where}) holds {bad} NaN/inf values; the checkpoint "
+                             "is damaged or overflowed in its precision: re-save or re-download it, or load it "
+                             "with dtype=torch.float32")
 
 
 ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
@@ -215,8 +385,10 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         An offline short name (the table in :mod:`connlap_lite.offline`), a Hugging Face id
         (``gpt2`` ... ``gpt2-xl``, ``bert-base-uncased``, ``meta-llama/Meta-Llama-3-8B``)
         or a local folder.
-    device, dtype : where and in what precision the weights live (dtype None: what transformers loads by
-        default, the checkpoint's own precision in transformers 5; a random-init model takes its config's).
+    device, dtype : where and in what precision the weights live (dtype a torch dtype or its name, such as
+        ``"bfloat16"``; None or ``"auto"``: what transformers loads by default, the checkpoint's own precision in
+        transformers 5; a random-init model takes its config's).  A device this machine lacks (``"cuda"``
+        without CUDA) and ``"meta"`` are refused before anything is read.
     random_init : bool
         The null model: the same architecture and tokenizer, weights freshly
         initialised with ``seed``.
@@ -226,22 +398,31 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         or ``"eager"``, which forms it and can return it (``output_attentions=True``).
 
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
-    looked up in the local cache only when the hub cannot be reached (no retries).
+    looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
+    read, the config is checked (a supported family, at least one head, query heads a multiple of the
+    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens);
+    after loading, non-finite weights are refused by name (:func:`check_weights`).  A model class that
+    refuses ``"sdpa"`` is loaded with ``"eager"``.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    _check_options(device, dtype)
+    dtype = _dtype(dtype)
+    if device_map is None:
+        check_device(device)
     if not isinstance(attn_implementation, str) or attn_implementation not in ATTENTION_IMPLEMENTATIONS:
         raise ValueError(f"attn_implementation must be 'sdpa' (fused; attention_walks rebuilds the attention) or "
                          f"'eager' (returns the attention weights), got {attn_implementation!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a nonnegative int, got {seed!r}")
+    name = model_name(name)
     folder, extra, kind = _where(name)
     try:
-        model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=seed,
-                                 device_map=device_map, attn_implementation=attn_implementation)
+        model, tokenizer = _load(folder, extra, dtype=dtype, random_init=random_init, seed=int(seed),
+                                 device_map=device_map, attn_implementation=attn_implementation, name=name)
     except Exception as exc:
-        if kind == "offline" and name != "minilm-l6":
+        if isinstance(exc, ModelRefused) and kind != "offline":    # the user's folder or id: theirs to fix
+            raise
+        if kind == "offline" and name != "minilm-l6":             # our copy refused or failed: torn, rebuilt
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
                                        device_map=device_map, attn_implementation=attn_implementation)
         elif kind == "offline":
@@ -256,9 +437,13 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             raise OSError(f"cannot load the folder {name!r}: {_first_line(exc)}") from exc
         else:
             raise
+    check_weights(model, f"model {name!r}")
     if device_map is None:
         model = model.to(device)
     return model.eval(), tokenizer
+
+
+
 
 
 def _first_line(exc: BaseException) -> str:
@@ -281,25 +466,49 @@ def _reload(name: str, exc: Exception, **kw):
 
 
 def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, device_map,
-          attn_implementation: str = "sdpa"):
+          attn_implementation: str = "sdpa", name: str = ""):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
+    raw = None
+    if (Path(folder) / "config.json").is_file() and "gguf_file" not in extra:
+        with contextlib.suppress(OSError, ValueError):
+            raw = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    if isinstance(raw, dict):
+        check_config(raw, name or folder)           # before transformers reads it (0 heads: it divides by 0)
     config = AutoConfig.from_pretrained(folder, **extra)
+    check_config(config, name or folder)
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+    ids = tokenizer("the model reads this sentence", add_special_tokens=False)["input_ids"]
+    if not ids or all(i == tokenizer.unk_token_id for i in ids):     # no vocabulary: nothing, or all unknown
+        raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to "
+                           f"{'no tokens' if not ids else 'unknown tokens only'} (its vocabulary files are missing "
+                           "or empty): save the model's own tokenizer into its folder (tokenizer.save_pretrained)")
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if random_init:
-        model = fresh_model(auto, config, seed, attn_implementation)
+        model = _without_sdpa_if_refused(lambda impl: fresh_model(auto, config, seed, impl), attn_implementation)
         if dtype is not None:
             model = model.to(dtype)
     else:
-        kw = {"attn_implementation": attn_implementation, **extra}
+        kw = {**extra}
         if dtype is not None:
             kw["dtype"] = dtype
         if device_map is not None:
             kw["device_map"] = device_map
         with _quiet_progress():
-            model = auto.from_pretrained(folder, **kw)
+            model = _without_sdpa_if_refused(
+                lambda impl: auto.from_pretrained(folder, attn_implementation=impl, **kw), attn_implementation)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"
     return model, tokenizer
+
+
+def _without_sdpa_if_refused(build, attn_implementation: str):
+    """``build(attn_implementation)``; a model class that refuses PyTorch's fused attention is built with
+    ``"eager"`` instead (:func:`connlap_lite.attention_walks` reads either; a supported family's choice)."""
+    try:
+        return build(attn_implementation)
+    except ValueError as exc:
+        if attn_implementation != "sdpa" or "scaled_dot_product_attention" not in str(exc):
+            raise
+    return build("eager")

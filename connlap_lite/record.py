@@ -262,15 +262,13 @@ def layer_means(report, metric: str, condition: str = "trained") -> np.ndarray:
 
 
 def layer_curve(report, metric: str, condition: str = "trained", *, n_boot: int = 1000):
-    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric."""
-    import torch
-
-    from .stats import bootstrap_ci
+    """Per-layer mean and 95% bootstrap interval over passages (or heads) of one metric (NaN where undefined)."""
+    from .stats import mean_interval
 
     means, lo, hi = [], [], []
-    for v in values_of(report, metric, condition):
-        m, a, b = bootstrap_ci(torch.tensor(v, dtype=torch.float64), n_boot=n_boot)
-        means.append(float(m)); lo.append(float(a)); hi.append(float(b))
+    for v in values_of(report, metric, condition):    # a layer with an undefined value: NaN, with a warning
+        m, a, b = mean_interval(v, n_boot=n_boot)
+        means.append(m); lo.append(a); hi.append(b)
     return means, lo, hi
 
 

@@ -21,13 +21,31 @@ import math
 import numpy as np
 import torch
 
-from ._backend import check_int, to_tensor
+from ._backend import check_int, to_tensor, undefined
 
 def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0):
-    """Percentile bootstrap interval of the mean over the first axis (passages)."""
+    """Percentile bootstrap interval of the mean over the first axis (passages): ``(mean, low, high)``.
+
+    Every sample must be finite: a NaN (an undefined value) or an inf would make the mean and the interval
+    meaningless, so it is refused by position; drop undefined values first, and say how many.
+
+    >>> mean, low, high = bootstrap_ci([1.0, 2.0, 3.0, 6.0])
+    >>> float(mean), bool(1.0 <= low < mean < high <= 6.0)
+    (3.0, True)
+    >>> bootstrap_ci([1.0, float("inf"), 2.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: values must be finite: 1 of its 3 samples is inf or NaN (the first at index (1,)); drop the undefined values first (values[np.isfinite(values)])
+    """
     values = to_tensor(values, "values", finite=False).double()
     if values.ndim < 1 or values.shape[0] == 0:
         raise ValueError(f"values must hold at least one value along the first axis, got shape {tuple(values.shape)}")
+    bad = ~torch.isfinite(values)
+    if bool(bad.any()):
+        first = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"values must be finite: {int(bad.sum())} of its {values.numel()} samples is inf or NaN "
+                         f"(the first at index {first}); drop the undefined values first "
+                         "(values[np.isfinite(values)])")
     check_int(n_boot, "n_boot", low=1)
     check_int(seed, "seed", low=0)
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
@@ -38,6 +56,28 @@ def bootstrap_ci(values: torch.Tensor, *, n_boot: int = 1000, level: float = 0.9
     lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
     return values.mean(0), torch.quantile(means, lo, dim=0), torch.quantile(means, hi, dim=0)
 
+
+
+def mean_interval(values, *, n_boot: int = 1000) -> tuple[float, float, float]:
+    """``bootstrap_ci`` of a one-dimensional sample as three floats, or three NaNs, with one
+    :class:`~connlap_lite._backend.UndefinedWarning`, where a value is not finite: the rules and the chapters'
+    bands read an undefined value as undefined, never as a number (the public :func:`bootstrap_ci` refuses it).
+
+    >>> m, lo, hi = mean_interval([0.1, 0.2, 0.3, 0.4])
+    >>> lo <= m <= hi
+    True
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     mean_interval([0.1, float("nan")])
+    (nan, nan, nan)
+    """
+    values = to_tensor(values, "values", finite=False).double().reshape(-1)
+    if not bool(torch.isfinite(values).all()):
+        undefined(torch.tensor([float("nan")]), "a mean and its bootstrap interval",
+                  "a value it averages is undefined (NaN or inf)")
+        return (float("nan"),) * 3
+    return tuple(float(x) for x in bootstrap_ci(values, n_boot=n_boot))
 
 def spearman(x, y) -> tuple[float, float]:
     """Spearman's rho and its two-sided p-value.

@@ -15,6 +15,7 @@ import torch
 
 from .adapters import adapter_for
 from .extraction import attention_walks
+from .models import check_model
 
 TOL = 1e-4   # float32 walks reproduce the module to about 1e-7; a misread adapter misses by 1e-1 and more
 
@@ -43,7 +44,10 @@ def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
     Returns one dict per layer, in the model's order: ``{"layer": l, "error": e, "passage": i}``,
     where ``e = max_i ||walk_i(X_i) - out_i|| / ||out_i||`` over the batch's passages ``i``
     (on their real tokens), ``X_i`` the section entering the attention, ``out_i`` the module's
-    output, and ``"passage"`` the passage of the largest error.  ``batch`` and ``layers`` are as
+    output, ``"passage"`` the passage of the largest error, and ``"nonfinite"`` which of ``X_i``, ``out_i``
+    and the walk first held NaN or inf (None when all are finite).  Non-finite weights are refused first,
+    by name, and so are the meta device and a head layout that does not divide
+    (:func:`connlap_lite.models.check_model`).  ``batch`` and ``layers`` are as
     for :func:`connlap_lite.attention_walks`.  Half-precision layers are compared in float32.
 
     >>> import torch
@@ -52,22 +56,28 @@ def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
     >>> config = GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=100, n_positions=64)
     >>> model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     >>> rows = verify(model, torch.randint(0, 100, (2, 10)))
-    >>> [r["layer"] for r in rows], all(r["error"] < 1e-5 for r in rows)
+    >>> [r["layer"] for r in rows], all(r["error"] < 1e-5 and r["nonfinite"] is None for r in rows)
     ([0, 1], True)
     """
+    check_model(model, batch)
     rows = []
     for lw in attention_walks(model, batch, layers=layers, progress=progress):
-        worst, where = 0.0, 0
+        worst, where, broken = 0.0, 0, None
         for i in range(lw.tokens.shape[0]):
             X = lw.section(i)
             dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
             reference = lw.reference(i).to(dtype)
-            miss = lw.walk(i, dtype)(X.to(dtype)) - reference
+            walked = lw.walk(i, dtype)(X.to(dtype))
+            # not finite: the forward itself overflowed (or was given NaN), which no adapter can reproduce
+            for what, t in (("the layer's input", X), ("the module's output", reference), ("the walk", walked)):
+                if broken is None and not bool(torch.isfinite(t).all()):
+                    broken = what
+            miss = walked - reference
             scale = float(torch.linalg.norm(reference))
             error = float(torch.linalg.norm(miss)) / scale if scale > 0 else float(torch.linalg.norm(miss))
             if not error <= worst:               # a NaN error is kept: it is the worst
                 worst, where = error, i
-        rows.append({"layer": lw.layer, "error": worst, "passage": where})
+        rows.append({"layer": lw.layer, "error": worst, "passage": where, "nonfinite": broken})
     return rows
 
 
@@ -105,6 +115,15 @@ def misses(model, rows: list[dict], tol: float) -> str | None:
     if not bad:
         return None
     family = getattr(model.config, "model_type", type(model).__name__)
+    broken = [r for r in bad if r.get("nonfinite")]
+    if broken:
+        dtype = next(model.parameters()).dtype
+        each = "; ".join(f"layer {r['layer']} of {family}: {r['nonfinite']} holds NaN or inf (passage {r['passage']})"
+                         for r in broken)
+        fix = ("load the model with dtype=torch.float32" if dtype in (torch.float16, torch.bfloat16)
+               else "check the scale of its weights and inputs")
+        return (f"{each}: the forward pass overflows in {str(dtype).removeprefix('torch.')} or its inputs are not "
+                f"finite, so nothing can be measured (this is not the adapter's error): {fix}")
     adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
     each = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
                      f"{_short(r['error'])} (> {_short(tol)})" for r in bad)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from . import metrics as M
+from ._backend import check_index, integer
 from .attention import walk_from_heads
 from .extraction import attention_walks, head_transports
 from .toys import (DRIFT, KERNEL_TOL, NOISE, SCALE, TWIST, VERDICT_TOL,  # noqa: F401  (the toys, also here)
@@ -77,6 +78,26 @@ def holonomy_figure(n: int, angle: float, *, tol: float = KERNEL_TOL):
     return fig
 
 
+def _slider(widgets, value, name: str, low: int, high: int, step: int = 1, description: str = ""):
+    """An ``IntSlider`` from ``low`` to ``high`` showing exactly ``value``: a value the slider would move (out
+    of its range, off its steps, not an int) is refused, naming the argument, instead of shown as another.
+
+    >>> import ipywidgets
+    >>> _slider(ipywidgets, 2, "n", 3, 16).value
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be in [3, 16] (the slider's range), got 2
+    """
+    as_int = integer(value)
+    if as_int is None:
+        raise TypeError(f"{name} must be an int, got {value!r} ({type(value).__name__})")
+    if not low <= as_int <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}] (the slider's range), got {as_int}")
+    if (as_int - low) % step:
+        raise ValueError(f"{name} must be a multiple of {step} (the slider's step) in [{low}, {high}], got {as_int}")
+    return widgets.IntSlider(value=as_int, min=low, max=high, step=step, description=description or name)
+
+
 def holonomy_explorer(n: int = 8, degrees: int = 0):
     """A slider for the holonomy angle (and one for the cycle length) over the figure of
     :func:`holonomy_figure`; ``.controls`` holds the sliders and ``.readout`` the kernel dimension.
@@ -85,8 +106,8 @@ def holonomy_explorer(n: int = 8, degrees: int = 0):
     """
     import ipywidgets as widgets
 
-    angle = widgets.IntSlider(value=degrees, min=-180, max=180, step=5, description="holonomy (°)")
-    size = widgets.IntSlider(value=n, min=3, max=16, description="cycle n")
+    angle = _slider(widgets, degrees, "degrees", -180, 180, 5, "holonomy (°)")
+    size = _slider(widgets, n, "n", 3, 16, description="cycle n")
     readout = widgets.HTML()
 
     def draw(n, degrees):
@@ -151,7 +172,7 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
     controls = {"stochastic": toggle(stochastic, "(S) stochastic"),
                 "reversible": toggle(reversible, "(R) reversible"),
                 "isometric": toggle(isometric, "(M) metric-compatible"),
-                "seed": widgets.IntSlider(value=seed, min=0, max=9, description="seed")}
+                "seed": _slider(widgets, seed, "seed", 0, 9)}
     readout = widgets.HTML()
 
     def draw(stochastic, reversible, isometric, seed):
@@ -329,11 +350,12 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
 
     if model not in OFFLINE:
         raise ValueError(f"model must be an offline short name, one of {list(OFFLINE)}; got {model!r}")
+    passage = check_index(passage, "passage", N_PASSAGES)
     controls = {"model": widgets.Dropdown(options=list(OFFLINE), value=model, description="model"),
                 "passage": widgets.Dropdown(options=list(range(N_PASSAGES)), value=passage, description="passage"),
                 "layer": widgets.IntSlider(value=0, min=0, max=0, description="layer"),
                 "head": widgets.Dropdown(options=[("mean (P)", None)], value=None, description="head"),
-                "query": widgets.IntSlider(value=query, min=0, max=n_tokens - 1, description="query token")}
+                "query": _slider(widgets, query, "query", 0, n_tokens - 1, description="query token")}
     readout, out = widgets.HTML(), widgets.Output()
     box = widgets.VBox([widgets.HBox([controls["model"], controls["passage"]]),
                         widgets.HBox([controls["layer"], controls["head"], controls["query"]]), readout, out])

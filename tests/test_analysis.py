@@ -78,3 +78,40 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
         positional = (tv(A, B.flip(0)) / (0.5 * (tv(A, U) + tv(B, U)))).numpy()
         assert np.allclose(rep["conditions"]["trained"]["positional_tv_norm_nosink"][layer], positional, atol=1e-5)
     assert rep["head_dim"] == dh
+
+
+def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp_path, monkeypatch):
+    """``analyze(known=True)`` (what the command line runs) loads the model once and builds the random-init null
+    ``random_like(model, 1000)`` once for both chapters, and its known results are those measured on their own."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    import tiny_models
+    from connlap_lite import analysis, nulls
+    from connlap_lite.known import known_results
+    from connlap_lite.known import report as known_report
+
+    folder = tiny_models.make_folder(tmp_path / "m")
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    loads, nulls_built = [], []
+    real_load, real_like = analysis.load_model, nulls.random_like
+
+    def load(*a, **kw):
+        loads.append(a)
+        return real_load(*a, **kw)
+
+    def like(model, seed):
+        nulls_built.append(seed)
+        return real_like(model, seed)
+    for module in (analysis, known_report):
+        monkeypatch.setattr(module, "load_model", load)
+    monkeypatch.setattr(analysis, "random_like", like)
+    monkeypatch.setattr(nulls, "random_like", like)
+    kw = dict(n_passages=2, n_tokens=12, texts=["a walk on tokens. " * 40])
+    report = analysis.analyze(str(folder), random_seeds=(0, 1), shuffle=False, known=True, **kw)
+    assert len(loads) == 1 and nulls_built == [1000, 1001]
+    alone = known_results(str(folder), cache=False, **kw)
+    assert report["known_results"]["conditions"] == alone["conditions"]
+    assert report["known_results"]["verdicts"] == alone["verdicts"]
+    assert "known_results" not in json.loads(next((tmp_path / "cache" / "measurements").glob("*.json")).read_text())
+    loads.clear()
+    again = analysis.analyze(str(folder), random_seeds=(0, 1), shuffle=False, known=True, **kw)   # both cached
+    assert loads == [] and again["known_results"]["conditions"] == alone["conditions"]

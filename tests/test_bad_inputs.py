@@ -39,8 +39,8 @@ def run(fn):
 
 
 def table(rows):
-    """pytest parameters from ``(id, fn, error, pattern)`` rows."""
-    return [pytest.param(fn, err, pat, id=name) for name, fn, err, pat in rows]
+    """pytest parameters from ``(id, fn, error, pattern)`` rows (or ready ``pytest.param`` rows)."""
+    return [row if hasattr(row, "marks") else pytest.param(*row[1:], id=row[0]) for row in rows]
 
 
 def check(fn, err, pattern):
@@ -289,6 +289,20 @@ METRICS = [
     ("spearman string", lambda: M.spearman("abc", [1, 2, 3]), TypeError, "x must be a sequence of numbers"),
     ("spearman 2-d", lambda: M.spearman(range(2), [[1, 2], [3, 4]]), ValueError, "y must be one-dimensional"),
     ("spearman None", lambda: M.spearman(None, [1]), TypeError, "x must be a sequence of numbers"),
+    ("stationary zero row", lambda: M.stationary(np.array([[1.0, 0.0], [0.0, 0.0]])), ValueError,
+     r"P must be row-stochastic: row 1 sums to 0 \(a token that attends nowhere\); normalise its rows"),
+    ("stationary rows off", lambda: M.stationary(np.full((3, 3), 0.5)), ValueError,
+     "P must be row-stochastic: row 0 sums to 1.5"),
+    ("stationary two classes", lambda: M.stationary(np.kron(np.eye(2), np.full((2, 2), 0.5))), ValueError,
+     "P has no unique stationary distribution .* apply metrics.teleport"),
+    ("reversibility causal without teleport", lambda: M.reversibility(M.uniform_walk(5, causal=True)), ValueError,
+     "P must be irreducible for reversibility: .* apply metrics.teleport"),
+    ("reversibility zero row", lambda: M.reversibility(np.array([[0.5, 0.5], [0.0, 0.0]])), ValueError,
+     "P must be row-stochastic: row 1 sums to 0"),
+    ("bootstrap_ci inf", lambda: M.bootstrap_ci([1.0, np.inf, 2.0]), ValueError,
+     r"values must be finite: 1 of its 3 samples is inf or NaN \(the first at index \(1,\)\); drop the undefined"),
+    ("bootstrap_ci NaN", lambda: M.bootstrap_ci(np.array([[1.0, np.nan], [2.0, 3.0]])), ValueError,
+     r"values must be finite: .* index \(0, 1\)"),
 ]
 
 
@@ -310,14 +324,103 @@ MODELS = [
     ("file as name", lambda: models.load_model(__file__), FileNotFoundError, "is not an offline short name"),
     ("dtype int", lambda: models.load_model("minilm-l6", dtype=torch.int8), TypeError,
      "dtype must be a floating torch dtype"),
-    ("dtype string", lambda: models.load_model("minilm-l6", dtype="float16"), TypeError,
+    ("dtype unknown string", lambda: models.load_model("minilm-l6", dtype="float17"), TypeError,
+     r"dtype must be a floating torch dtype .* one of their names \(float32, float16, .*'auto' or None, got 'float17'"),
+    ("dtype integer string", lambda: models.load_model("minilm-l6", dtype="int8"), TypeError,
      "dtype must be a floating torch dtype"),
+    ("device meta", lambda: models.load_model("minilm-l6", device="meta"), ValueError,
+     "device='meta' holds no weights .* load on 'cpu' or 'cuda'"),
+    pytest.param(lambda: models.load_model("minilm-l6", device="cuda"), ValueError,
+                 "device='cuda' but CUDA is not available here .* use device='cpu'", id="device cuda without CUDA",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
+    ("device cuda index", lambda: models.load_model("minilm-l6", device=f"cuda:{torch.cuda.device_count()}"),
+     ValueError, "device='cuda:.*' but (CUDA is not available here|this machine has .* CUDA devices)"),
     ("device bogus", lambda: models.load_model("minilm-l6", device="gpu0"), ValueError,
      "device must be a torch device"),
     ("seed negative", lambda: models.load_model("minilm-l6", random_init=True, seed=-1), ValueError,
      "seed must be a nonnegative int"),
     ("seed float", lambda: models.load_model("minilm-l6", random_init=True, seed=1.5), ValueError,
      "seed must be a nonnegative int"),
+]
+
+
+# ------------------------------------------------------------------ widgets: a slider never shows another value
+def _widgets():
+    from connlap_lite import widgets
+    return widgets
+
+
+WIDGETS = [
+    ("cycle n below the slider", lambda: _widgets().holonomy_explorer(n=2), ValueError,
+     r"n must be in \[3, 16\] \(the slider's range\), got 2"),
+    ("cycle n above the slider", lambda: _widgets().holonomy_explorer(n=40), ValueError, r"n must be in \[3, 16\]"),
+    ("cycle n float", lambda: _widgets().holonomy_explorer(n=4.5), TypeError, "n must be an int, got 4.5"),
+    ("holonomy off the step", lambda: _widgets().holonomy_explorer(degrees=7), ValueError,
+     r"degrees must be a multiple of 5 \(the slider's step\)"),
+    ("lab seed beyond the slider", lambda: _widgets().conditions_lab(seed=12), ValueError,
+     r"seed must be in \[0, 9\] \(the slider's range\)"),
+]
+
+
+# ------------------------------------------------------------------ model folders the package cannot measure
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """Folders saved as users save models, each with one fault; the tokenizer is the offline BERT one."""
+    import json
+    import shutil
+
+    from transformers import LlamaConfig, MambaConfig
+
+    root = tmp_path_factory.mktemp("folders")
+    source = Path(models._source("minilm-l6")[0])
+
+    def folder(name, config: dict, tokenizer=True):
+        f = root / name
+        f.mkdir()
+        (f / "config.json").write_text(json.dumps(config))
+        for t in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            if tokenizer and (source / t).is_file():
+                shutil.copy(source / t, f / t)
+        return f
+
+    llama = LlamaConfig(num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                        intermediate_size=64, vocab_size=30522).to_dict()
+    out = {"mamba": folder("mamba", MambaConfig(hidden_size=16, num_hidden_layers=1, vocab_size=100).to_dict()),
+           "no tokenizer": folder("no-tokenizer", llama, tokenizer=False),
+           "gqa": folder("gqa", {**llama, "num_attention_heads": 6, "num_key_value_heads": 4}),
+           "zero heads": folder("zero-heads", {**llama, "num_attention_heads": 0, "num_key_value_heads": 0})}
+    import tiny_models
+    empty = tiny_models.make_folder(root / "tokenizer-config-only")          # a tokenizer without its vocabulary
+    for f in empty.iterdir():
+        if f.name not in ("config.json", "model.safetensors", "generation_config.json", "tokenizer_config.json"):
+            f.unlink()
+    out["no vocabulary"] = empty
+    nan = tiny_models.make_folder(root / "nan-weight")
+    from safetensors.torch import load_file, save_file
+    weights = load_file(str(nan / "model.safetensors"))
+    weights["model.layers.1.self_attn.q_proj.weight"][3, 5] = float("nan")
+    save_file(weights, str(nan / "model.safetensors"), metadata={"format": "pt"})
+    out["nan weight"] = nan
+    return out
+
+
+FOLDERS = [
+    ("mamba folder", lambda f: models.load_model(f["mamba"]), ValueError,
+     r"unsupported architecture 'mamba'; supported families: bert, .*llama/mistral/qwen2"),
+    ("folder without tokenizer", lambda f: models.load_model(f["no tokenizer"]), FileNotFoundError,
+     r"is a folder without tokenizer files .*\(tokenizer.save_pretrained\(folder\)\)"),
+    ("tokenizer without vocabulary", lambda f: models.load_model(f["no vocabulary"]), ValueError,
+     r"its tokenizer encodes text to (no tokens|unknown tokens only) .* save the model's own tokenizer"),
+    ("query heads not a multiple", lambda f: models.load_model(f["gqa"]), ValueError,
+     "num_attention_heads=6 is not a multiple of num_key_value_heads=4 .* fix one of them in its config.json"),
+    ("zero heads", lambda f: models.load_model(f["zero heads"]), ValueError,
+     "num_attention_heads=0; attention needs at least one head: fix num_attention_heads"),
+    ("NaN weight", lambda f: models.load_model(f["nan weight"]), ValueError,
+     r"the weight model.layers.1.self_attn.q_proj.weight \(layer 1, module model.layers.1.self_attn.q_proj\) "
+     "holds 1 NaN/inf values; .* re-save or re-download it"),
+    ("analyze on a NaN weight", lambda f: A.analyze(
+        f["nan weight"], n_passages=2, n_tokens=8, random_seeds=(), shuffle=False, cache=False), ValueError,
+     r"model.layers.1.self_attn.q_proj.weight \(layer 1"),
 ]
 
 
@@ -411,7 +514,30 @@ EXTRACTION = [
 # ------------------------------------------------------------------ analysis
 PADDED = {"input_ids": IDS, "attention_mask": torch.tensor([[1] * 6, [1] * 4 + [0] * 2])}
 GOOD = fake_report("m", 1e8, False)
+def _overflowing(m):
+    """A copy of the tiny model whose layer-1 value and output maps are 1e20: its attention output overflows
+    float32 (every weight finite)."""
+    import copy
+    big = copy.deepcopy(m)
+    with torch.no_grad():
+        big.model.layers[1].self_attn.v_proj.weight.mul_(1e20)
+        big.model.layers[1].self_attn.o_proj.weight.mul_(1e20)
+    return big
+
+
+def _on_meta(m):
+    with torch.device("meta"):
+        return type(m)(m.config)
+
+
 ANALYSIS = [
+    ("verify overflow", lambda m: __import__("connlap_lite.verify", fromlist=["check"]).check(_overflowing(m), IDS),
+     ValueError,
+     r"layer 1 of llama: the module's output holds NaN or inf .* not the adapter's error\): check the scale"),
+    ("measure on the meta device", lambda m: A.measure(_on_meta(m), {"input_ids": IDS}, encoder=False), ValueError,
+     "its weights are on the meta device .* load it with load_model or from_pretrained onto 'cpu'"),
+    ("verify a meta batch", lambda m: __import__("connlap_lite.verify", fromlist=["verify"]).verify(m, IDS.to("meta")),
+     ValueError, "batch is on the meta device .* give real token ids"),
     ("name None", lambda m: A.analyze(None), TypeError, "name must be a model short name"),
     ("n_passages one", lambda m: A.analyze("minilm-l6", n_passages=1), ValueError, "n_passages must be at least 2"),
     ("n_passages float", lambda m: A.analyze("minilm-l6", n_passages=2.5), TypeError, "n_passages must be an int"),
@@ -512,6 +638,10 @@ CLI = [
     ("device cuda bad", _cli("m", "--device", "cuda:x"), "--device must be cpu, cuda, cuda:N or mps"),
     ("texts missing", _cli("m", "--texts", "no/such/file.txt"), "--texts no/such/file.txt: no such file"),
     ("unknown option", _cli("m", "--fast"), "unrecognized arguments: --fast"),
+    ("json inside the model's folder", _cli(Path(__file__).parent, "--json", Path(__file__).parent / "r.json"),
+     "is inside the model's folder"),
+    ("json onto a file that is no report", _cli("m", "--json", __file__),
+     "exists and is not a report written by analyze --json: it is not overwritten; give a new path"),
     ("no command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main([]),
      "the following arguments are required: command"),
     ("bad command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main(["measure"]),
@@ -550,6 +680,17 @@ def test_models(fn, err, pattern, monkeypatch):
     check(fn, err, pattern)
 
 
+@pytest.mark.parametrize("fn, err, pattern", table(WIDGETS))
+def test_widgets(fn, err, pattern):
+    check(fn, err, pattern)
+
+
+@pytest.mark.parametrize("fn, err, pattern", table(FOLDERS))
+def test_folders(fn, err, pattern, folders, tmp_path, monkeypatch):
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path))
+    check(lambda: fn(folders), err, pattern)
+
+
 @pytest.mark.parametrize("fn, err, pattern", table(TEXT))
 def test_text(fn, err, pattern, tok):
     check(lambda: fn(tok), err, pattern)
@@ -582,7 +723,8 @@ def test_cli(fn, pattern, capsys):
 
 
 def test_the_table_is_large_enough():
-    tables = [WALKS, TRANSPORTS, ATTENTION, LAPLACIAN, METRICS, MODELS, TEXT, EXTRACTION, ANALYSIS, SCORECARD, CLI]
+    tables = [WALKS, TRANSPORTS, ATTENTION, LAPLACIAN, METRICS, MODELS, FOLDERS, WIDGETS, TEXT, EXTRACTION, ANALYSIS,
+              SCORECARD, CLI]
     assert sum(map(len, tables)) >= 200
 
 

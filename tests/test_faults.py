@@ -328,12 +328,16 @@ def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
 
 
 def test_offline_names_keep_their_cache_key():
-    from connlap_lite.analysis import SCHEMA, _folder_identity, _key
-    assert _folder_identity("smollm2-135m") is None
+    from connlap_lite._cache import folder_identity, key, path
+    from connlap_lite.analysis import SCHEMA
+    assert folder_identity("smollm2-135m") is None
     args = dict(n_passages=16, n_tokens=128, seed=0, random_seeds=[0, 1], shuffle=True, random_init=False,
                 q4=False, texts=None, corpus="pydoc")
     blob = json.dumps({"name": "smollm2-135m", "schema": SCHEMA, **args}, sort_keys=True).encode()
-    assert _key("smollm2-135m", **args) == hashlib.sha256(blob).hexdigest()[:16]
+    digest = hashlib.sha256(blob).hexdigest()[:16]
+    assert key("smollm2-135m", SCHEMA, **args) == digest          # the key of the caches made before the pipeline
+    assert path("measurements", "smollm2-135m", digest).name == f"smollm2-135m-{digest}.json"
+    assert path("known", "qwen2.5-coder-0.5b", digest).name == f"qwen2.5-coder-0.5b-{digest}.json"
 
 
 def test_atomic_write_leaves_old_or_new(tmp_path, monkeypatch):
@@ -437,3 +441,227 @@ def test_concurrent_report_writers_never_show_a_partial_file(tmp_path):
         assert p.returncode == 0, p.stderr.read()[-2000:]
     assert reads > 0 and json.loads(path.read_text())["k"] == 39
     assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]
+
+
+# ------------------------------------------------------------------ the report survives its cache
+CHILD = r"""
+import json, sys, warnings
+from connlap_lite.analysis import analyze
+from connlap_lite.known import known_results
+kw = json.loads(sys.argv[2])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    report = analyze(sys.argv[1], **kw)
+    known = known_results(sys.argv[1], n_passages=2, n_tokens=12, texts=kw["texts"])
+print(json.dumps({"warnings": [str(w.message) for w in caught], "sink": report["conditions"]["trained"]["sink"],
+                  "known": sorted(known["conditions"])}))
+"""
+
+
+def _namespaces() -> str | None:
+    """Why a private mount namespace cannot be had here (None if it can): the full and read-only disks need one."""
+    import shutil
+    if shutil.which("unshare") is None:
+        return "no unshare command"
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+                           capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"no private mount namespace here ({probe.stderr.strip()[:80]})"
+
+
+def _in_namespace(setup: str, argv: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
+    """Run ``argv`` in a private mount namespace after the shell commands ``setup`` (mounts seen by it alone)."""
+    import shlex
+    script = f"set -e; {setup}; exec {' '.join(map(shlex.quote, argv))}"
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True, **kw)
+
+
+def _fsize_limit(limit: int):
+    """For ``preexec_fn``: files above ``limit`` bytes cannot be written (RLIMIT_FSIZE, ``ulimit -f``); SIGXFSZ
+    ignored, so that a write past the limit fails with errno 27 (File too large) instead of killing the child."""
+    def apply():
+        import resource
+        import signal
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def _child_env(cache: Path) -> dict:
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
+@pytest.fixture(scope="module")
+def expected(tiny_folder, tiny_report_args):
+    """The report on the tiny folder, measured without the cache (which it neither reads nor writes)."""
+    return _analyze(tiny_folder, cache=False, **tiny_report_args)
+
+
+def _check_survived(result: dict, expected: dict, path_part: str, reason: str) -> None:
+    """The report came back whole, and one warning per report named the path, the reason and CONNLAP_CACHE."""
+    assert result["sink"] == expected["conditions"]["trained"]["sink"]
+    assert result["known"] == ["random0", "trained"]
+    failed = [w for w in result["warnings"] if "was not cached" in w]
+    assert len(failed) == 2, result["warnings"]                      # the measurement and the known results
+    for w in failed:
+        assert path_part in w and "CONNLAP_CACHE" in w and reason in w, w
+
+
+FAULTS = {   # name: (shell setup in a private mount namespace, the cache inside it, errno's words)
+    "read-only folder": ("mount -t tmpfs -o size=1m tmpfs {mnt}; mkdir -p {mnt}/cache/measurements {mnt}/cache/known;"
+                         " mount -o remount,ro {mnt}", "{mnt}/cache", "Read-only file system"),
+    "full disk": ("mount -t tmpfs -o size=64k tmpfs {mnt}; mkdir -p {mnt}/cache/measurements {mnt}/cache/known; "
+                  "cat /dev/zero > {mnt}/fill 2>/dev/null || true", "{mnt}/cache", "No space left on device"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_cache_on_a_full_or_read_only_disk_leaves_the_report(fault, tiny_folder, tiny_report_args, expected,
+                                                                  tmp_path):
+    why = _namespaces()
+    if why:
+        pytest.skip(f"{fault}: {why}")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    setup, cache, reason = (x.format(mnt=mnt) for x in FAULTS[fault])
+    proc = _in_namespace(setup, [sys.executable, "-c", CHILD, str(tiny_folder), json.dumps(tiny_report_args)],
+                         _child_env(Path(cache)), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_survived(tiny_models.parse(proc.stdout), expected, cache, reason)
+
+
+def test_a_cache_over_the_file_size_limit_leaves_the_report(tiny_folder, tiny_report_args, expected, tmp_path):
+    cache = tmp_path / "cache"
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(tiny_folder), json.dumps(tiny_report_args)],
+                          env=_child_env(cache), capture_output=True, text=True, timeout=600,
+                          preexec_fn=_fsize_limit(2048))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_survived(tiny_models.parse(proc.stdout), expected, str(cache), "File too large")
+    left = [p.name for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+    assert left == [], left                                   # no torn report, no temporary
+
+
+@pytest.mark.parametrize("fault", ["cache is a file", "measurements is a file", "report path is a folder"])
+def test_a_cache_in_the_way_leaves_the_report(fault, tiny_folder, tiny_report_args, expected, tmp_path, monkeypatch):
+    from connlap_lite.known import known_results
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CONNLAP_CACHE", str(cache))
+    if fault == "cache is a file":
+        cache.write_text("not a folder")
+    elif fault == "measurements is a file":
+        cache.mkdir()
+        (cache / "measurements").write_text("not a folder")
+        (cache / "known").write_text("not a folder")
+    else:
+        _analyze(tiny_folder, **tiny_report_args)
+        known_results(str(tiny_folder), n_passages=2, n_tokens=12, texts=tiny_report_args["texts"])
+        for path in cache.glob("*/*.json"):
+            path.unlink()
+            path.mkdir()                                       # a folder where the report file should be
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = _analyze(tiny_folder, **tiny_report_args)
+        known = known_results(str(tiny_folder), n_passages=2, n_tokens=12, texts=tiny_report_args["texts"])
+    _check_survived({"warnings": [str(w.message) for w in caught], "sink": report["conditions"]["trained"]["sink"],
+                     "known": sorted(known["conditions"])}, expected, str(cache), "")
+
+
+# ------------------------------------------------------------------ the command line keeps the report
+@pytest.fixture(scope="module")
+def texts_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("texts") / "texts.txt"
+    path.write_text("a walk on tokens. " * 40)
+    return path
+
+
+def _cli_args(folder, texts, out) -> list[str]:
+    return ["analyze", str(folder), "--texts", str(texts), "--passages", "2", "--tokens", "12", "--json", str(out)]
+
+
+def test_the_cli_writes_its_report_when_the_cache_cannot_be_written(tiny_folder, texts_file, tmp_path, monkeypatch,
+                                                                    capsys):
+    from connlap_lite.__main__ import main
+    cache = tmp_path / "cache-file"
+    cache.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("CONNLAP_CACHE", str(cache))
+    out = tmp_path / "report.json"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(_cli_args(tiny_folder, texts_file, out)) == 0
+    failed = [str(w.message) for w in caught if "was not cached" in str(w.message)]
+    assert len(failed) == 2 and all(str(cache) in w and "set CONNLAP_CACHE" in w for w in failed), failed
+    report = json.loads(out.read_text())
+    assert report["model"] == str(tiny_folder) and {"trained", "random0", "shuffled"} <= set(report["conditions"])
+    assert sorted(report["known_results"]["conditions"]) == ["random0", "trained"]
+
+
+def test_the_cli_names_the_json_file_it_cannot_write(tiny_folder, texts_file, tmp_path):
+    """Under ``ulimit -f`` neither the cache nor ``--json`` can be written: the cache warns, and the one error line
+    names the ``--json`` file (exit status 1), leaving no partial file behind."""
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "connlap_lite", *_cli_args(tiny_folder, texts_file, out)],
+                          env=_child_env(tmp_path / "cache"), capture_output=True, text=True, timeout=600,
+                          preexec_fn=_fsize_limit(2048))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: --json {out}: the report could not be written (File too large)"), last
+    assert "was not cached" in proc.stderr
+    assert list(out.parent.iterdir()) == []
+
+
+def test_the_cli_names_the_json_file_on_a_full_disk(tiny_folder, texts_file, tmp_path):
+    why = _namespaces()
+    if why:
+        pytest.skip(f"full disk: {why}")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    out = mnt / "report.json"
+    proc = _in_namespace(f"mount -t tmpfs -o size=64k tmpfs {mnt}; cat /dev/zero > {mnt}/fill 2>/dev/null || true",
+                         [sys.executable, "-m", "connlap_lite", *_cli_args(tiny_folder, texts_file, out)],
+                         _child_env(tmp_path / "cache"), timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: --json {out}: the report could not be written (No space left on device)"), last
+
+
+def test_the_cli_never_writes_into_the_model_or_over_a_file_that_is_not_a_report(tiny_folder, texts_file, tmp_path,
+                                                                                cache, capsys):
+    from connlap_lite.__main__ import main
+    before = {p.name: p.read_bytes() for p in tiny_folder.iterdir()}
+    for target in (tiny_folder / "config.json", tiny_folder / "report.json"):
+        assert main(_cli_args(tiny_folder, texts_file, target)) == 2
+        assert "inside the model's folder" in capsys.readouterr().err
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"my": "notes"}')
+    assert main(_cli_args(tiny_folder, texts_file, notes)) == 2
+    assert "is not a report written by analyze --json: it is not overwritten" in capsys.readouterr().err
+    assert notes.read_text() == '{"my": "notes"}'
+    assert {p.name: p.read_bytes() for p in tiny_folder.iterdir()} == before
+    out = tmp_path / "report.json"                             # an earlier report may be replaced
+    assert main(_cli_args(tiny_folder, texts_file, out)) == 0
+    first = json.loads(out.read_text())
+    assert main(_cli_args(tiny_folder, texts_file, out)) == 0
+    assert json.loads(out.read_text())["conditions"] == first["conditions"]
+    models.load_model(str(tiny_folder))                        # the model still loads
+
+
+@pytest.mark.parametrize("fault", ["cache is a file", "over the file-size limit"])
+def test_an_offline_model_loads_from_its_source_when_the_cache_cannot_be_written(fault, fake, tiny_folder, cache):
+    target, calls = fake
+    if fault == "cache is a file":
+        cache.write_text("a file where the cache folder should be")
+        with pytest.warns(UserWarning, match="converted copy cannot be written into .* set CONNLAP_CACHE"):
+            model, _ = models.load_model("fake-tiny")
+        assert weights_sum(model) == weights_sum(models.load_model(str(tiny_folder))[0])
+        return
+    code = ("import sys, warnings; sys.path.insert(0, {tests!r}); import tiny_models; from pathlib import Path; "
+            "from connlap_lite import models; tiny_models.register(models, Path({folder!r})); "
+            "warnings.simplefilter('always'); models.load_model('fake-tiny'); print('loaded')").format(
+        tests=str(Path(__file__).parent), folder=str(tiny_folder))
+    proc = subprocess.run([sys.executable, "-c", code], env=_child_env(cache), capture_output=True, text=True,
+                          timeout=600, preexec_fn=_fsize_limit(4096))
+    assert proc.returncode == 0 and "loaded" in proc.stdout, proc.stderr[-3000:]
+    assert "File too large" in proc.stderr and "set CONNLAP_CACHE" in proc.stderr
+    assert not [p for p in cache.rglob("*") if ".tmp-" in p.name]             # the half-written copy is gone

@@ -408,6 +408,6 @@ def test_every_name_the_chapter_and_the_package_read_is_on_known():
     for path in (root / "connlap_lite").rglob("*.py"):
         for names in re.findall(r"from \.+known import ([\w, ]+)", path.read_text()):
             used |= {n.strip() for n in names.split(",")}
-    assert {"known_results", "verdict_table", "sink_rate", "norm_weighted_walk"} <= used
+    assert {"known_results", "sink_rate", "norm_weighted_walk"} <= used
     assert not sorted(n for n in used if not hasattr(K, n)), "names read but not on connlap_lite.known"
     assert set(K.__all__) <= set(dir(K)) and all(not n.startswith("_") for n in K.__all__)

@@ -225,3 +225,61 @@ def test_first_rules_kept_for_the_record():
     row = S.e3_rule1(reps, "head_defect")
     assert row["verdict"] == "holds" and row["hi"] < 0 and abs(row["slope"] + 0.1) < 1e-9
     assert S.e3_rule1(reps[:2], "head_defect")["verdict"] == "not testable"
+
+
+# ------------------------------------------------------------------ undefined values: NaN and one warning
+def _zero_head(which):
+    g = torch.Generator().manual_seed(0)
+    U = torch.randn(3, 8, 2, generator=g, dtype=torch.float64)
+    V = torch.randn(3, 2, 8, generator=g, dtype=torch.float64)
+    (U if which == "write" else V)[1] = 0
+    return HeadTransports(U, V)
+
+
+UNDEFINED = [
+    ("copy_score", lambda: M.copy_score(_zero_head("write")), "a head's transport is zero"),
+    ("read_write_overlap", lambda: M.read_write_overlap(_zero_head("write")), "write or read map is zero"),
+    ("read_write_overlap", lambda: M.read_write_overlap(_zero_head("read")), "write or read map is zero"),
+    ("data_isometry_defect", lambda: M.data_isometry_defect(_zero_head("read"), torch.randn(5, 8, dtype=torch.float64)),
+     "fewer than two tokens in its read space or maps them all to 0"),
+    ("normalised_walk_distance", lambda: M.normalised_walk_distance(M.uniform_walk(5, True), M.uniform_walk(5, True),
+                                                                    True), "both walks equal the uniform walk"),
+]
+
+
+@pytest.mark.parametrize("quantity, fn, why", UNDEFINED)
+def test_an_undefined_value_is_nan_and_said_once(quantity, fn, why):
+    from connlap_lite._backend import UndefinedWarning
+    with pytest.warns(UndefinedWarning) as caught:
+        value = fn()
+    assert len(caught) == 1
+    assert str(caught[0].message).startswith(f"{quantity} is undefined (NaN) where ") and why in str(caught[0].message)
+    assert bool(torch.isnan(value).any()) and bool(torch.isfinite(value[~torch.isnan(value)]).all())
+
+
+def test_defined_values_are_silent_and_unchanged():
+    import warnings
+    P, Q = stochastic(6, 0, causal=True), stochastic(6, 1, causal=True)
+    g = torch.Generator().manual_seed(0)
+    heads = HeadTransports(torch.randn(3, 8, 2, generator=g, dtype=torch.float64),
+                           torch.randn(3, 2, 8, generator=g, dtype=torch.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = M.normalised_walk_distance(P, Q, True)
+        M.copy_score(heads), M.read_write_overlap(heads), M.data_isometry_defect(heads, torch.randn(5, 8, generator=g))
+    U = M.uniform_walk(6, True)
+    assert float(d) == pytest.approx(float(M.walk_distance(P, Q) / (0.5 * (M.walk_distance(P, U) +
+                                                                            M.walk_distance(Q, U)))), rel=1e-15)
+
+
+def test_stationary_and_reversibility_on_what_they_accept():
+    P = stochastic(7, 3)
+    pi = M.stationary(P)
+    assert torch.allclose(pi @ P, pi, atol=1e-12) and float(pi.sum()) == pytest.approx(1.0)
+    causal = stochastic(5, 2, causal=True)
+    assert torch.allclose(M.stationary(causal), torch.eye(5, dtype=torch.float64)[0], atol=1e-12)  # token 0 absorbs
+    assert float(M.reversibility(M.teleport(causal))) > 0.01          # teleported: irreducible, and not reversible
+    sym = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
+    assert float(M.reversibility(sym)) == pytest.approx(0.0, abs=1e-12)
+    f32 = torch.softmax(torch.randn(4, 64, 64, generator=torch.Generator().manual_seed(0)), -1)   # float32 rows
+    assert M.reversibility(M.teleport(f32)).shape == (4,)

@@ -75,3 +75,59 @@ def test_fresh_model_draws_every_weight():
     bert = fresh_model(AutoModel, config, 1, "eager")
     assert all(bool(p.isfinite().all()) for p in bert.parameters())
     assert float(bert.encoder.layer[0].attention.self.query.weight.detach().std()) == pytest.approx(0.02, rel=0.6)
+
+
+# ------------------------------------------------------------------ natural Python types, preconditions
+def test_a_model_class_that_refuses_sdpa_is_built_with_eager():
+    built = []
+
+    def build(impl):
+        built.append(impl)
+        if impl == "sdpa":
+            raise ValueError("XForCausalLM does not support an attention implementation through "
+                             "torch.nn.functional.scaled_dot_product_attention yet")
+        return impl
+    assert models._without_sdpa_if_refused(build, "sdpa") == "eager" and built == ["sdpa", "eager"]
+    with pytest.raises(ValueError, match="other"):                   # any other refusal is the caller's
+        models._without_sdpa_if_refused(lambda impl: (_ for _ in ()).throw(ValueError("other")), "sdpa")
+
+
+@pytest.mark.parametrize("given, want", [("float16", "float16"), ("torch.bfloat16", "bfloat16"), ("half", "float16"),
+                                         ("auto", None), (None, None)])
+def test_dtype_names_that_transformers_takes(given, want):
+    import torch
+    assert models._dtype(given) == (None if want is None else getattr(torch, want))
+
+
+def test_path_names_numpy_seeds_and_dtype_strings_load(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import torch
+    sys.path.insert(0, str(Path(__file__).parent))
+    import tiny_models
+
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    folder = tiny_models.make_folder(tmp_path / "m")
+    model, tok = models.load_model(folder, dtype="float16")
+    assert next(model.parameters()).dtype == torch.float16 and tok("a text")["input_ids"]
+    a, _ = models.load_model(folder, random_init=True, seed=np.int64(3))
+    b, _ = models.load_model(str(folder), random_init=True, seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    from connlap_lite.analysis import analyze
+    report = analyze(folder, n_passages=2, n_tokens=8, random_seeds=(np.int64(0),), shuffle=False,
+                     texts=["a walk on tokens. " * 20], cache=False)
+    assert report["model"] == str(folder) and "random0" in report["conditions"]
+
+
+def test_integer_likes_are_indices_and_floats_never():
+    import numpy as np
+    import torch
+
+    from connlap_lite._backend import check_index, check_int, integer
+    assert [integer(v) for v in (np.int32(2), np.uint8(1), torch.tensor(4), 5)] == [2, 1, 4, 5]
+    assert [integer(v) for v in (2.0, np.float64(1), True, np.bool_(True), torch.tensor([1]), "3")] == [None] * 6
+    assert check_index(np.int64(1), "layer", 2) == 1 and check_int(np.int16(7), "n", low=1) == 7
+    with pytest.raises(TypeError, match="layer must be an int index"):
+        check_index(np.float32(1), "layer", 2)

@@ -14,7 +14,7 @@ from .. import report as R
 from ..prose import layers_of, names, span, who
 from ..rules_history import e2_rule1
 from ..scorecard import verdict_box
-from ..stats import bootstrap_ci, spearman
+from ..stats import mean_interval, spearman
 
 # the data nulls of the rule, by the key that holds them in the trained condition
 DATA_NULLS = {"random-init transports": "data_defect_cross", "Gaussian transports": "data_defect_gaussian"}
@@ -97,7 +97,7 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
         cond = rep["conditions"]["trained"]
         diff = np.concatenate([np.ravel(r) - np.ravel(t)
                                for r, t in zip(cond["head_defect_rotation"], cond["head_defect"])])
-        mean, lo, hi = (float(x) for x in bootstrap_ci(diff[:, None]))
+        mean, lo, hi = mean_interval(diff)
         co_adapt[name], co_ci[name] = mean, (lo, hi)
         d_tr, d_null = R.layer_means(rep, "data_defect_nosink"), _strongest_data(rep)
         if (d_tr > d_null).all():

@@ -1,26 +1,24 @@
 """One model's measurements, its random-init null's, and the cached report that holds them.
 
 :func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
-one repeated token); :func:`known_results` does so for a model and its null, caches the JSON and adds
-the verdicts (:mod:`connlap_lite.known.statements`).
+one repeated token); :func:`known_results` does so for a model and its null, caches the JSON (through
+:mod:`connlap_lite._cache`, as :func:`connlap_lite.analyze` does) and adds the verdicts
+(:mod:`connlap_lite.known.statements`).
 
 Chapter: *Known results, reproduced*.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-import warnings
 from pathlib import Path
 
 import torch
 
 from .. import metrics as M
-from .._files import atomic_write_text, read_json
+from .._cache import cached, folder_identity, load
 from ..adapters import describe
 from ..extraction import attention_walks
-from ..models import cache_dir, load_model
+from ..models import load_model, model_name
 from ..text import corpus_digest
 from ..text import passages as make_passages
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
@@ -131,67 +129,65 @@ def absolute_positions(model) -> bool:
     return any("position_embeddings" in name or name.endswith("wpe.weight") for name, _ in model.named_parameters())
 
 
-def _key(name: str, **kw) -> str:
-    blob = json.dumps({"name": name, "schema": SCHEMA, **kw}, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def _cached(path: Path, name: str, random_init: bool) -> dict | None:
-    """The cached report at ``path``, or None (absent, unreadable or of another shape: a warning says which, and
-    the caller measures again), as ``analysis`` treats its own cache."""
-    report = read_json(path)
-    if report is None:
-        return None
+def _problem(report, name: str, random_init: bool) -> str | None:
+    """Why a cached report cannot be used (None if it can)."""
     main = "random" if random_init else "trained"
     ok = (isinstance(report, dict) and report.get("schema") == SCHEMA and report.get("model") == name
           and isinstance(report.get("conditions"), dict) and {main, "random0"} <= set(report["conditions"])
           and isinstance(report.get("sink_rate"), dict))
-    if not ok:
-        warnings.warn(f"the cached measurement {path} is not a {SCHEMA} report on {name!r}; recomputing it",
-                      stacklevel=3)
-        return None
-    return report
+    return None if ok else f"it is not a {SCHEMA} report on {name!r}"
+
+
+def _cached(path: Path, name: str, random_init: bool) -> dict | None:
+    """The cached report at ``path``, or None (absent, unreadable or of another shape: a warning says which, and
+    the caller measures again), through the cache that ``analysis`` reads too."""
+    return load(path, lambda r: _problem(r, name, random_init))
 
 
 def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: int = 0, random_init: bool = False,
-                  texts: list[str] | None = None, device: str = "cpu", cache: bool = True) -> dict:
+                  texts: list[str] | None = None, device: str = "cpu", cache: bool = True, _load=None) -> dict:
     """The chapter's measurements on model ``name`` and on its random-init null, with the verdicts.
 
     Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
     conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
     ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage) and ``verdicts``
-    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"``, keyed by the arguments,
-    :data:`SCHEMA` and the corpus text's digest; the verdicts are recomputed on every call.
+    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
+    :func:`connlap_lite.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
+    the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the verdicts are
+    recomputed on every call.  (``_load``: :func:`connlap_lite.analyze`'s model, tokenizer and null
+    ``random_like(model, NULL_SEED)``, already loaded, as a function returning the three.)
 
     Chapter: *Known results, reproduced*.
     """
     from ..nulls import random_like
 
+    name = model_name(name)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                 eps=EPS, null_seed=NULL_SEED, corpus_digest=corpus_digest("pydoc") if texts is None else None)
-    path = cache_dir() / "known" / f"{name.replace('/', '_')}-{_key(name, **args)}.json"
-    report = _cached(path, name, random_init) if cache else None
-    if report is not None:
-        report["verdicts"] = verdicts(report)
+    identity = folder_identity(name)
+    fields = args if identity is None else {"weights": identity, **args}
+
+    def loaded():
+        model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
+        return model, tok, random_like(model, NULL_SEED)
+
+    def compute() -> dict:
+        start = time.perf_counter()
+        model, tok, null = (_load or loaded)()
+        facts = describe(model)
+        main = "random" if random_init else "trained"
+        report = {"schema": SCHEMA, "model": name, "family": facts["family"],
+                  "encoder": facts["encoder"], "absolute_positions": absolute_positions(model),
+                  "layers": facts["layers"], "heads": facts["heads"], "passages": n_passages, "tokens": n_tokens,
+                  "seed": seed, "eps": EPS, "main": main, "conditions": {}}
+        report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
+        report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
+        report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
+                               for c, v in report["conditions"].items()}
+        report["seconds"] = time.perf_counter() - start
         return report
-    start = time.perf_counter()
-    model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
-    facts = describe(model)
-    main = "random" if random_init else "trained"
-    report = {"schema": SCHEMA, "model": name, "family": facts["family"],
-              "encoder": facts["encoder"], "absolute_positions": absolute_positions(model),
-              "layers": facts["layers"], "heads": facts["heads"], "passages": n_passages, "tokens": n_tokens,
-              "seed": seed, "eps": EPS, "main": main, "conditions": {}}
-    report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
-    null = random_like(model, NULL_SEED)
-    del model
-    report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
-    del null
-    report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
-                           for c, v in report["conditions"].items()}
-    report["seconds"] = time.perf_counter() - start
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(report))
+
+    report = cached("known", name, SCHEMA, fields, lambda r: _problem(r, name, random_init), compute,
+                    read=cache, write=cache)
     report["verdicts"] = verdicts(report)
     return report

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..stats import bootstrap_ci
+from ..stats import mean_interval
 from .sinks import INPUTS, middle_layers
 
 PROPOSITION_TOL = 1e-4    # float32 rounding through a few dozen layers stays far below this (the chapter shows it)
@@ -39,8 +39,7 @@ def interval(diff: torch.Tensor, n_boot: int = 1000) -> tuple[float, float, floa
 
     Chapter: *Known results, reproduced*.
     """
-    m, lo, hi = bootstrap_ci(diff, n_boot=n_boot)
-    return float(m), float(lo), float(hi)
+    return mean_interval(diff, n_boot=n_boot)       # undefined (NaN) if a difference is
 
 
 STATEMENTS = {   # key: (result, bibliography key, the published statement, a short label for the table)
