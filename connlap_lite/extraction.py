@@ -35,7 +35,7 @@ from ._backend import check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import _gated_walk, walk_from_heads
-from .rebuild import _check_finite, not_routed, routed
+from .rebuild import _check_finite, again, not_routed, routed
 from .transports import HeadTransports
 from .walks import ConnectionWalk
 
@@ -192,6 +192,9 @@ class LayerWalks:
         self._lazy = []
         if self._build is not None:
             self._attention = None
+            forget = getattr(self._build, "forget", None)
+            if forget is not None:              # keep no queries and keys while the forward runs on
+                forget()
 
     def __repr__(self) -> str:
         B, n = self.tokens.shape
@@ -425,7 +428,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                 weights = call.weights
                 _check_finite(model, l, "attention", weights)
             else:
-                weights = _builder(model, l, call)
+                weights = _Builder(model, l, modules[l], call, args, kwargs)
             output = adapter.module_output(model, l, out)
             del out                                     # no reference to the module's own output is kept
             maps = adapter.value_output(model, l)
@@ -450,10 +453,20 @@ def _value_bias(W_v, b_v, W_o, b_o, H: int, G: int):
     return torch.einsum("dhe,he->hd", W_o.detach().reshape(d, H, dh), per_group), b_o
 
 
-def _builder(model, layer: int, call):
-    """A function of no argument that builds layer ``layer``'s attention from its call, checked finite."""
-    def build() -> torch.Tensor:
+class _Builder:
+    """Builds layer ``layer``'s attention (checked finite) from its attention call; once the stream has moved on
+    (:meth:`forget`), from the module run again on the inputs it had, for its queries and keys only: so a layer
+    the reader still holds keeps its inputs and output while the forward runs on, not its queries and keys."""
+
+    def __init__(self, model, layer: int, module, call, args, kwargs):
+        self.model, self.layer, self.module = model, layer, module
+        self.call, self.args, self.kwargs = call, args, kwargs
+
+    def __call__(self) -> torch.Tensor:
+        call = self.call or again(self.model, self.module, self.args, self.kwargs)
         A = call.probabilities()
-        _check_finite(model, layer, "attention", A)
+        _check_finite(self.model, self.layer, "attention", A)
         return A
-    return build
+
+    def forget(self) -> None:
+        self.call = None

@@ -155,11 +155,12 @@ class _Route:
     """What a streamed model's attention calls do: which thread's calls are kept, for which modules, and how
     the module's output is computed (``eager``: the model's own eager function, whose weights are kept)."""
 
-    def __init__(self, modules, chosen, eager: bool):
+    def __init__(self, modules, chosen, eager: bool, dry: bool = False):
         self.thread: threading.Thread | None = None
         self.layer = {id(m): i for i, m in enumerate(modules)}
         self.chosen = set(chosen)
         self.eager = eager
+        self.dry = dry                  # keep the call only, computing no output (a module run again for its keys)
         self.calls: dict[int, Call] = {}
 
     def take(self, index: int) -> Call | None:
@@ -180,7 +181,9 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
         scaling = query.shape[-1] ** -0.5
     causal = kwargs.get("is_causal")
     causal = getattr(module, "is_causal", True) if causal is None else causal
-    if (route is not None and route.eager) or softcap is not None or sinks is not None:
+    if route is not None and route.dry:
+        out, weights = query.new_zeros(query.shape[0], query.shape[2], query.shape[1], value.shape[-1]), None
+    elif (route is not None and route.eager) or softcap is not None or sinks is not None:
         out, weights = _eager(module)(module, query, key, value, _additive(attention_mask, causal, query, key),
                                       dropout=dropout, scaling=scaling, **kwargs)
     else:
@@ -230,14 +233,24 @@ def register() -> None:
     AttentionMaskInterface.register(NAME, sdpa_mask)
 
 
+def again(model, module, args, kwargs) -> Call:
+    """The call of ``module``'s attention on the inputs it had (``args``, ``kwargs``), the module run once more
+    with our function computing no output: its queries and keys again, by the model's own code."""
+    with routed(model, [module], [0], dry=True) as route:
+        route.thread = threading.current_thread()
+        with torch.no_grad():
+            module.forward(*args, **kwargs)             # not module(...): no hook of anyone's runs again
+    return route.take(0)
+
+
 @contextmanager
-def routed(model, modules, chosen, *, eager: bool = False):
+def routed(model, modules, chosen, *, eager: bool = False, dry: bool = False):
     """Run ``model`` with :data:`NAME`'s attention while the block runs; yields the :class:`_Route` whose
     ``thread`` the caller sets to the thread whose calls are kept.  The model's own implementation is put back
     on exit, whatever happens.  A model that cannot switch (its attention does not go through transformers'
     interface) is refused, naming its type."""
     register()
-    route = _Route(modules, chosen, eager)
+    route = _Route(modules, chosen, eager, dry)
     with _LOCK:
         entry = _SWITCHED.get(id(model))
         if entry is None:
