@@ -142,8 +142,8 @@ class LayerWalks:
     Attributes
     ----------
     layer : int
-    attention : (B, H, n, n) the heads' attention probabilities; rebuilt from the layer's query-key
-        scores on first access (see below), or as an eager-attention model returned them
+    attention : (B, H, n, n) the heads' attention probabilities; built from the queries, keys and mask the
+        layer's module made, on first access (see below), or as the model's eager attention returned them
     transports : HeadTransports, the layer's head transports (with ``.offset``)
     inputs : (B, n, d) hidden states entering the attention (after any pre-norm)
     output : (B, n, d) the attention module's own output (what the walk reproduces)
@@ -158,7 +158,8 @@ class LayerWalks:
     ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
     kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
     you took to it lives on) so that the forward never runs beside a finished layer's attention; asked
-    for again, it is built again from the module's inputs, which are kept (small).
+    for again, it is built again by the module run once more on its inputs, which are kept (small), for its
+    queries and keys only (the layer's own queries and keys are dropped when the stream moves on).
     """
 
     def __init__(self, layer: int, attention, transports: HeadTransports, inputs: torch.Tensor,

@@ -9,7 +9,7 @@ post-attention norm.  Mixture-of-experts blocks change the MLP only, never the a
 """
 from __future__ import annotations
 
-TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "mixtral", "olmo", "olmo2", "olmoe",
+TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "mixtral", "olmo", "olmo2", "olmoe",
          "granite", "cohere", "stablelm", "starcoder2", "smollm3", "helium", "phi", "gpt_oss", "gemma2",
          "gemma3", "gemma3_text")
 PLUS_ONE = ("gemma2", "gemma3", "gemma3_text")         # RMSNorm scaling by 1 + w
