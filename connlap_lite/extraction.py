@@ -426,7 +426,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             hidden = args[0] if args else kwargs["hidden_states"]
             _check_finite(model, l, "inputs", hidden)
             if eager:
-                weights = call.weights
+                weights = out[1]                        # what the module returns of its eager attention
                 _check_finite(model, l, "attention", weights)
             else:
                 weights = _Builder(model, l, modules[l], call, args, kwargs)

@@ -39,7 +39,7 @@ class Call:
     model built it (boolean, True where a query may attend a key, additive float, or None); ``causal``
     whether a missing mask means a causal one (SDPA's rule); ``scaling``, ``softcap``, ``sinks`` (the
     heads' learned sink logits, ``(H,)``) and ``bias`` (an additive position bias) as passed; ``window``
-    the sliding window it was given, if any; ``weights`` what an eager function returned (the reference).
+    the sliding window it was given, if any.
     """
     query: torch.Tensor
     key: torch.Tensor
@@ -50,7 +50,6 @@ class Call:
     sinks: torch.Tensor | None = None
     bias: torch.Tensor | None = None
     window: int | None = None
-    weights: torch.Tensor | None = None
 
     def probabilities(self, dtype: torch.dtype | None = None) -> torch.Tensor:
         """The layer's attention ``softmax(q k^T scaling + mask)`` ``(B, H, n, n)``, soft-capped and with sink
@@ -153,7 +152,7 @@ def softmax_(x: torch.Tensor, allowed: torch.Tensor | None = None, sinks: torch.
 
 class _Route:
     """What a streamed model's attention calls do: which thread's calls are kept, for which modules, and how
-    the module's output is computed (``eager``: the model's own eager function, whose weights are kept)."""
+    the module's output is computed (``eager``: the model's own eager function, whose weights the module returns)."""
 
     def __init__(self, modules, chosen, eager: bool, dry: bool = False):
         self.thread: threading.Thread | None = None
@@ -175,7 +174,7 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
     """The attention function registered as :data:`NAME`: the module's output by the model's own implementation
     (SDPA; its eager function where SDPA cannot: soft-capping, sink logits, or a stream reading eager weights),
     and, inside a stream, the call kept for the layers being read."""
-    route = next((r for r in _ROUTES if r.thread is threading.current_thread() and id(module) in r.layer), None)
+    route = next((r for r in tuple(_ROUTES) if r.thread is threading.current_thread() and id(module) in r.layer), None)
     softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
@@ -195,7 +194,7 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
         route.calls[route.layer[id(module)]] = Call(
             query=query, key=key, mask=attention_mask, causal=bool(causal), scaling=float(scaling), softcap=softcap,
             sinks=None if sinks is None else sinks.detach(), bias=kwargs.get("position_bias"),
-            window=kwargs.get("sliding_window"), weights=weights if route.eager else None)
+            window=kwargs.get("sliding_window"))
     return out, weights
 
 
