@@ -7,15 +7,15 @@ hooks and the thread live in a context manager: when the reader stops early or f
 forward is stopped at its next attention module, and the hooks are removed, whatever happens.
 
 The attention comes from the model itself, through transformers' attention interface
-(:mod:`connlap_lite.rebuild`): while the stream runs, the model's attention function is ours, which
-computes each module's output with the model's own implementation (SDPA) and keeps, for the layers
-being read, the queries and keys the module made (after its rotary embedding and norms), the mask the
-model built and the module's options.  ``lw.attention`` is built from them when the reader first asks
-for it (``attention="logits"``), in float32 (float64 for a float64 model), a passage at a time; so only
-one layer's ``(B, H, n, n)`` attention is alive at a time, even while the reader holds the previous
-layer's :class:`LayerWalks`.  ``attention="eager"`` runs the model's own eager attention function
-instead and reads the weights it returns (the reference the built ones are tested against).  The
-adapters (:mod:`connlap_lite.adapters`) only say where each head's value and output maps are.
+(:mod:`connlap_lite.rebuild`): while the stream runs, the model's attention function is ours.  For the
+layers being read it keeps the queries and keys the module made (after its rotary embedding and norms),
+the mask the model built and the module's options, builds the layer's attention from them in float32
+(float64 for a float64 model), a passage at a time, and computes the module's output from it; every
+other layer runs the model's own SDPA.  Only one layer's ``(B, H, n, n)`` attention is alive at a time,
+even while the reader holds the previous layer's :class:`LayerWalks` (``attention="logits"``).
+``attention="eager"`` runs the model's own eager attention function instead and reads the weights the
+module returns (the reference the built ones are tested against).  The adapters
+(:mod:`connlap_lite.adapters`) only say where each head's value and output maps are.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
@@ -143,7 +143,7 @@ class LayerWalks:
     ----------
     layer : int
     attention : (B, H, n, n) the heads' attention probabilities; built from the queries, keys and mask the
-        layer's module made, on first access (see below), or as the model's eager attention returned them
+        layer's module made (see below), or as the model's eager attention returned them
     transports : HeadTransports, the layer's head transports (with ``.offset``)
     inputs : (B, n, d) hidden states entering the attention (after any pre-norm)
     output : (B, n, d) the attention module's own output (what the walk reproduces)
@@ -381,8 +381,8 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
     layers : iterable of layer indices, default all; yielded in the model's order.
     progress : show a progress bar over layers.
     attention : where ``lw.attention`` comes from.  ``"logits"``: built from the queries, keys and mask the
-        layer's module made, one layer at a time, on first access, while the model computes its outputs with
-        SDPA.  ``"eager"``: the weights the model's own eager attention function returns (the reference).
+        layer's module made, one layer at a time (the module's output computed from it; the layers not read
+        run SDPA).  ``"eager"``: the weights the model's own eager attention function returns (the reference).
         ``"auto"`` (default): ``"eager"`` for a model loaded with eager attention, ``"logits"`` otherwise.
 
     The model runs once (in a worker thread, paused at each chosen layer until the next one is
@@ -465,7 +465,7 @@ class _Builder:
 
     def __call__(self) -> torch.Tensor:
         call = self.call or again(self.model, self.module, self.args, self.kwargs)
-        A = call.probabilities()
+        A = call.attention if call.attention is not None else call.probabilities()
         _check_finite(self.model, self.layer, "attention", A)
         return A
 

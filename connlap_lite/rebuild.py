@@ -5,12 +5,13 @@ transformers 5 lets a model run an attention function registered under a name
 *after* its own rotary embedding, QK-norm and scaling choices, in its grouped-query layout, with its values,
 the mask the model built (``AttentionMaskInterface``, here SDPA's boolean format) and its options
 (``sliding_window``, ``softcap``, learned sink logits ``s_aux``, ...).  :func:`routed` runs a model with
-:data:`NAME`'s function while :func:`connlap_lite.attention_walks` streams it: the module's output is computed
-by the model's own implementation (PyTorch's fused SDPA; the model's own eager function where SDPA cannot:
-soft-capping, sink logits), and for the layers being read only, the call's queries, keys, mask and options
-are kept (a :class:`Call`).  :meth:`Call.probabilities` turns them into the layer's ``(B, H, n, n)``
-attention, in float32 (float64 for a float64 model), a passage at a time, into one tensor, when a reader
-first asks for it: so no rotary, norm or mask code of ours stands between the model and its walk.
+:data:`NAME`'s function while :func:`connlap_lite.attention_walks` streams it.  For the layers being read,
+the call's queries, keys, mask and options are kept (a :class:`Call`); :meth:`Call.probabilities` turns them
+into the layer's ``(B, H, n, n)`` attention, in float32 (float64 for a float64 model), a passage at a time,
+into one tensor, and the module's output is computed from that attention (eager attention's maths: one
+softmax per layer, not SDPA's and then ours).  Every other layer's output comes from the model's own
+implementation: PyTorch's fused SDPA, or the model's own eager function where SDPA cannot (soft-capping,
+sink logits).  So no rotary, norm or mask code of ours stands between the model and its walk.
 
 Rows need not sum to 1: learned sink logits take part of each row's mass, which the walk keeps as it is
 (never renormalised; the stochasticity defect reports it).
@@ -39,7 +40,8 @@ class Call:
     model built it (boolean, True where a query may attend a key, additive float, or None); ``causal``
     whether a missing mask means a causal one (SDPA's rule); ``scaling``, ``softcap``, ``sinks`` (the
     heads' learned sink logits, ``(H,)``) and ``bias`` (an additive position bias) as passed; ``window``
-    the sliding window it was given, if any.
+    the sliding window it was given, if any; ``attention`` the layer's attention once built (the module's output
+    was computed from it: one softmax per layer read, not two).
     """
     query: torch.Tensor
     key: torch.Tensor
@@ -50,6 +52,7 @@ class Call:
     sinks: torch.Tensor | None = None
     bias: torch.Tensor | None = None
     window: int | None = None
+    attention: torch.Tensor | None = None
 
     def probabilities(self, dtype: torch.dtype | None = None) -> torch.Tensor:
         """The layer's attention ``softmax(q k^T scaling + mask)`` ``(B, H, n, n)``, soft-capped and with sink
@@ -180,8 +183,18 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
         scaling = query.shape[-1] ** -0.5
     causal = kwargs.get("is_causal")
     causal = getattr(module, "is_causal", True) if causal is None else causal
+    layer = None if route is None else route.layer[id(module)]
+    call = None
+    if layer in route.chosen if route is not None else False:
+        call = Call(query=query, key=key, mask=attention_mask, causal=bool(causal), scaling=float(scaling),
+                    softcap=softcap, sinks=None if sinks is None else sinks.detach(), bias=kwargs.get("position_bias"),
+                    window=kwargs.get("sliding_window"))
+        route.calls[layer] = call
     if route is not None and route.dry:
         out, weights = query.new_zeros(query.shape[0], query.shape[2], query.shape[1], value.shape[-1]), None
+    elif call is not None and not route.eager:          # the layer being read: its output from the attention itself
+        call.attention = call.probabilities()
+        out, weights = _apply(call.attention, value), None
     elif (route is not None and route.eager) or softcap is not None or sinks is not None:
         out, weights = _eager(module)(module, query, key, value, _additive(attention_mask, causal, query, key),
                                       dropout=dropout, scaling=scaling, **kwargs)
@@ -190,12 +203,16 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
 
         out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                               scaling=scaling, **kwargs)
-    if route is not None and route.layer[id(module)] in route.chosen:
-        route.calls[route.layer[id(module)]] = Call(
-            query=query, key=key, mask=attention_mask, causal=bool(causal), scaling=float(scaling), softcap=softcap,
-            sinks=None if sinks is None else sinks.detach(), bias=kwargs.get("position_bias"),
-            window=kwargs.get("sliding_window"))
     return out, weights
+
+
+def _apply(A: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """The heads' outputs ``A^h v_{g(h)}`` as an attention function returns them, ``(B, n, H, d_h)`` in the values'
+    dtype (the attention cast to it first, as eager attention does), each key/value group serving its heads."""
+    B, H, n, m = A.shape
+    G, dh = value.shape[1], value.shape[-1]
+    out = torch.matmul(A.to(value.dtype).view(B, G, (H // G) * n, m), value)
+    return out.view(B, H, n, dh).transpose(1, 2).contiguous()
 
 
 def _eager(module):

@@ -60,14 +60,23 @@ def test_at_least_twelve_families_beyond_the_first_six():
 @pytest.mark.parametrize("name, implementation", CASES)
 def test_attention_is_the_models_own_and_the_walk_reproduces_the_module(name, implementation):
     """P against the weights the model's own eager attention returns (output_attentions, no code of ours), on a
-    padded batch; the walk of every passage reproduces the attention module's output; nothing left behind."""
+    padded batch; the module's output in the stream is the eager model's; the walk of every passage reproduces it;
+    nothing left behind."""
     eager = build(name)
     model = build(name, implementation)
     model.load_state_dict(eager.state_dict())
     batch = unequal_batch()
     tokens = batch["attention_mask"].bool()
-    with torch.no_grad():
-        reference = eager(**batch, output_attentions=True, use_cache=False).attentions
+    adapter = adapter_for(eager)
+    outputs = []                                  # the eager model's own attention-module outputs
+    handles = [m.register_forward_hook(lambda mod, args, out, l=l: outputs.append(adapter.module_output(eager, l, out)))
+               for l, m in enumerate(adapter.layers(eager))]
+    try:
+        with torch.no_grad():
+            reference = eager(**batch, output_attentions=True, use_cache=False).attentions
+    finally:
+        for h in handles:
+            h.remove()
     before = model.config._attn_implementation
     seen = 0
     for lw in attention_walks(model, batch, progress=False, attention="logits"):
@@ -78,6 +87,7 @@ def test_attention_is_the_models_own_and_the_walk_reproduces_the_module(name, im
             walk = lw.walk(i)
             assert walk.n == length
             assert rel(walk(lw.section(i)), lw.reference(i)) < TOL, (name, lw.layer, i)
+            assert rel(lw.reference(i), outputs[lw.layer][i][tokens[i]]) < TOL         # the module's, as eager's
             if name == "gpt_oss":                     # sink logits: rows keep the mass the model gives them
                 assert float(walk.P.sum(1).max()) < 1 - 1e-3 and float(stochasticity_defect(walk.P)) > 1e-3
             else:
