@@ -36,6 +36,7 @@ Chapter: *Performance* (``book/appendix/performance.ipynb``).
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -166,7 +167,9 @@ def worker(job: dict) -> dict:
     """
     C.set_threads()
     model, batch, encoder, facts = _setup(job["model"])
-    bridge = _run(model, EAGER, lambda: _tl_bridge(model)) if "tl" in job["variants"] else None
+    # the bridge takes over the model it wraps (its attention no longer goes through transformers' interface), so
+    # it wraps a copy: the same weights
+    bridge = _run(model, EAGER, lambda: _tl_bridge(copy.deepcopy(model))) if "tl" in job["variants"] else None
     fns = _variants(job["variants"], model, batch, encoder, bridge)
     if job["kind"] == "memory":
         (name,) = job["variants"]
