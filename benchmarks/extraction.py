@@ -14,7 +14,7 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
                  attention built from the queries and keys the module made), building
                  ``lw.walk(i)`` (T2) for every passage: what a reader of the book does to get the walks;
 ``build``        (memory only) ``walks``, its peak reset at each layer's hook: the most that building one
-                 layer's attention and walks adds, the forward waiting at that layer;
+                 layer's walks adds, the forward waiting at that layer (its attention built already);
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
                  model's eager function returns it (the reference the built one is tested against);
 ``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
@@ -218,8 +218,10 @@ def metrics_reason(row: dict) -> str:
 def walks_reason(row: dict) -> str:
     """What the walks add to the floor, from ``row``'s own ratios."""
     return (f"the SDPA forward alone is {row['ratio']['forward']:.2f}x the floor and the walks "
-            f"{row['ratio']['walks']:.2f}x: building each layer's attention takes its scores and softmax again "
-            "(the eager floor's own), and the walks' gates; this ratio moves by a few hundredths from run to run")
+            f"{row['ratio']['walks']:.2f}x: each layer read computes its scores and softmax once, in float32 and a "
+            "passage at a time, and its output from them (as the eager floor does), then every passage's walk; "
+            "the layers of the offline models are small (n = 128), where the stream's pause at each layer and the "
+            "per-passage loop weigh most; this ratio moves by a few hundredths from run to run")
 
 
 def goals_of(report: dict) -> list[dict]:
@@ -238,9 +240,10 @@ def goals_of(report: dict) -> list[dict]:
     forward, held = worst["peak_in_layers"]["forward"], held_share(worst)
     why = (f"the SDPA forward alone, its own activations, peaks at {forward:.2f} layers, and while it runs on from one "
            "attention module to the next the reader still holds the previous layer's inputs and output "
-           f"({held:.3f} layers here: 2 B n d float32 numbers), {forward + held:.2f} layers together; building a "
-           f"layer's attention and walks, a passage at a time, peaks at {worst['peak_in_layers']['build']:.2f} layers "
-           "(the attention, what the paused forward holds, the layer's queries and keys). The eager walks peak at "
+           f"({held:.3f} layers here: 2 B n d float32 numbers), {forward + held:.2f} layers together; a layer read "
+           "builds its attention inside its attention call, beside the module's queries, keys and values and what "
+           "the forward holds there (the walks' peak); the walks, built at the pause, peak at "
+           f"{worst['peak_in_layers']['build']:.2f} layers. The eager walks peak at "
            f"{worst['peak_in_layers']['walks_eager']:.2f} layers")
     goals.append(C.goal(f"extraction: peak memory above weights, worst of {report['settings']['layers']} layers",
                         worst["peak_in_layers"]["walks"], GOAL_MEMORY, "layers of attention", reason=why))
