@@ -9,9 +9,9 @@ module             idea
 ``laplacian``      connection Laplacian, defects, energy, spectra (D4, D5, T3)
 ``models``         loading a model: offline short names, hub ids, folders; random-init nulls
 ``offline``        the offline models' packages, pinned files and their checked assembly
-``adapters``       one small module per architecture family
+``adapters``       one small module per weight layout (value and output maps)
 ``extraction``     streaming a real model's layers as walks (hooks in a context manager)
-``rebuild``        a layer's attention rebuilt from its query-key scores and masks
+``rebuild``        a layer's attention from the model's own queries, keys and mask (attention interface)
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)

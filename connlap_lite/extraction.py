@@ -6,23 +6,26 @@ reader and waits until the reader asks for the next layer.  So no module runs tw
 hooks and the thread live in a context manager: when the reader stops early or fails, the
 forward is stopped at its next attention module, and the hooks are removed, whatever happens.
 
-The attention probabilities are rebuilt from the module's inputs (``attention="logits"``,
-:mod:`connlap_lite.rebuild`): the family's adapter gives the layer's scaled query-key scores, the
-causal, sliding-window and padding masks are applied and the softmax is taken in float32 (float64
-for a float64 model), in place, when the reader first asks for ``lw.attention``.  So the model runs
-with PyTorch's fused attention (SDPA) and never returns its attention, and only one layer's
-``(B, H, n, n)`` attention is alive at a time, even while the reader holds the previous layer's
-:class:`LayerWalks`.  ``attention="eager"`` reads
-instead the weights an eager-attention model returns (the reference the rebuilt ones are tested
-against).
+The attention comes from the model itself, through transformers' attention interface
+(:mod:`connlap_lite.rebuild`): while the stream runs, the model's attention function is ours.  For the
+layers being read it keeps the queries and keys the module made (after its rotary embedding and norms),
+the mask the model built and the module's options, builds the layer's attention from them in float32
+(float64 for a float64 model), a passage at a time, and computes the module's output from it; every
+other layer runs the model's own SDPA.  Only one layer's ``(B, H, n, n)`` attention is alive at a time,
+even while the reader holds the previous layer's :class:`LayerWalks` (``attention="logits"``).
+``attention="eager"`` runs the model's own eager attention function instead and reads the weights the
+module returns (the reference the built ones are tested against).  The adapters
+(:mod:`connlap_lite.adapters`) only say where each head's value and output maps are.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 import weakref
+from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -32,7 +35,7 @@ from ._backend import check_float_dtype
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import _gated_walk, walk_from_heads
-from .rebuild import _check_finite, _rebuild, allowed_pairs, probabilities  # noqa: F401 (importable from here)
+from .rebuild import _check_finite, again, not_routed, routed
 from .transports import HeadTransports
 from .walks import ConnectionWalk
 
@@ -59,16 +62,18 @@ class _Stop(Exception):
 
 
 @contextmanager
-def streamed_layers(model, modules, chosen, inputs: dict):
+def streamed_layers(model, modules, chosen, inputs: dict, *, eager: bool = False):
     """Run ``model(**inputs)`` in a worker thread that pauses after each chosen module.
 
-    Yields an iterator of ``(index, args, kwargs, output)``, one per chosen module in the
-    model's order; the forward waits at that module until the iterator is asked for the
-    next one, so each module's output is alive only while its reader holds it.  An error
+    Yields an iterator of ``(index, args, kwargs, output, call)``, one per chosen module in the
+    model's order, ``call`` the module's attention call (a :class:`connlap_lite.rebuild.Call`: its
+    queries, keys, mask and options); the forward waits at that module until the iterator is asked
+    for the next one, so each module's output is alive only while its reader holds it.  An error
     in the forward is raised by the iterator.  On exit (normal, early or by an error) a
     forward paused at a module is stopped there and the thread is joined.  The hooks are
     removed first, in their own ``finally``: a second interrupt during the join cannot leave
-    them on the model (a forward that was computing, not paused, then runs to its end).
+    them on the model (a forward that was computing, not paused, then runs to its end); then the
+    model's own attention implementation is put back.
     """
     wanted = set(chosen)
     handoff: queue.Queue = queue.Queue(maxsize=1)
@@ -79,7 +84,11 @@ def streamed_layers(model, modules, chosen, inputs: dict):
         def post(module, args, kwargs, output):
             # only the worker's forward pauses: the caller's own forwards pass straight through
             if index in wanted and threading.current_thread() is thread:
-                handoff.put((index, args, kwargs, output))
+                call = route.take(index)
+                if call is None:                        # the module computed its attention some other way
+                    raise RuntimeError(not_routed(model))
+                handoff.put((index, args, kwargs, output, call))
+                call = None
                 if resume.get() is stop:
                     raise _Stop
         return post
@@ -110,19 +119,21 @@ def streamed_layers(model, modules, chosen, inputs: dict):
         if isinstance(item, BaseException):
             raise item
 
-    handles = [m.register_forward_hook(hook(i), with_kwargs=True) for i, m in enumerate(modules)]
-    thread = threading.Thread(target=forward, name="connlap-forward", daemon=True)
-    try:
-        thread.start()
-        yield layers()
-    finally:
+    with routed(model, modules, chosen, eager=eager) as route:
+        handles = [m.register_forward_hook(hook(i), with_kwargs=True) for i, m in enumerate(modules)]
+        thread = threading.Thread(target=forward, name="connlap-forward", daemon=True)
+        route.thread = thread
         try:
-            for h in handles:
-                h.remove()
+            thread.start()
+            yield layers()
         finally:
-            if thread.is_alive():
-                resume.put(stop)
-            thread.join()
+            try:
+                for h in handles:
+                    h.remove()
+            finally:
+                if thread.is_alive():
+                    resume.put(stop)
+                thread.join()
 
 
 class LayerWalks:
@@ -131,8 +142,8 @@ class LayerWalks:
     Attributes
     ----------
     layer : int
-    attention : (B, H, n, n) the heads' attention probabilities; rebuilt from the layer's query-key
-        scores on first access (see below), or as an eager-attention model returned them
+    attention : (B, H, n, n) the heads' attention probabilities; built from the queries, keys and mask the
+        layer's module made (see below), or as the model's eager attention returned them
     transports : HeadTransports, the layer's head transports (with ``.offset``)
     inputs : (B, n, d) hidden states entering the attention (after any pre-norm)
     output : (B, n, d) the attention module's own output (what the walk reproduces)
@@ -140,15 +151,20 @@ class LayerWalks:
     mask : ``{"causal": bool, "window": int | None}`` the mask the model used
     gain : (d,) the per-coordinate gain of the norm whose output enters the attention, or None
         (what E2 folds into the heads: ``metrics.fold_gain(transports, gain)``)
+    value_bias : where the attention's rows may sum to less than 1 (learned sink logits) and the values have
+        biases, ``(b (H, d), b_o)`` with ``b[h] = W_o^h b_v^{g(h)}``: a row of mass ``m`` carries ``m b[h]``, so
+        :meth:`walk`'s offset is then one per token, not ``transports.offset``
 
     ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
     kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
     you took to it lives on) so that the forward never runs beside a finished layer's attention; asked
-    for again, it is built again from the module's inputs, which are kept (small).
+    for again, it is built again by the module run once more on its inputs, which are kept (small), for its
+    queries and keys only (the layer's own queries and keys are dropped when the stream moves on).
     """
 
     def __init__(self, layer: int, attention, transports: HeadTransports, inputs: torch.Tensor,
-                 output: torch.Tensor, tokens: torch.Tensor, mask: dict | None = None, gain=None):
+                 output: torch.Tensor, tokens: torch.Tensor, mask: dict | None = None, gain=None,
+                 value_bias: tuple | None = None):
         self.layer = layer
         self._attention = attention if isinstance(attention, torch.Tensor) else None
         self._build = None if isinstance(attention, torch.Tensor) else attention
@@ -158,6 +174,7 @@ class LayerWalks:
         self.tokens = tokens
         self.mask = {} if mask is None else mask
         self.gain = gain
+        self._value_bias = value_bias     # (per head W_o^h b_v^g(h), b_o) where rows may sum to less than 1
         self._lazy: list = []         # the walks' transports that read their gates from the attention
 
     @property
@@ -176,6 +193,9 @@ class LayerWalks:
         self._lazy = []
         if self._build is not None:
             self._attention = None
+            forget = getattr(self._build, "forget", None)
+            if forget is not None:              # keep no queries and keys while the forward runs on
+                forget()
 
     def __repr__(self) -> str:
         B, n = self.tokens.shape
@@ -204,6 +224,10 @@ class LayerWalks:
         A = A.to(dtype)
         heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
+        if self._value_bias is not None:    # rows short of 1 (sink logits) carry only their mass of each value bias
+            per_head, b_o = self._value_bias
+            offset = torch.einsum("hn,hd->nd", A.sum(-1), per_head.to(dtype))
+            offset = offset if b_o is None else offset + b_o.to(dtype)
         lo, hi = torch.aminmax(A) if A.numel() else (torch.zeros(()), torch.zeros(()))
         if not (bool(torch.isfinite(lo) & torch.isfinite(hi)) and float(lo) >= 0):
             return walk_from_heads(A, heads, offset=offset)          # its checks name what is wrong
@@ -242,11 +266,28 @@ def max_positions(model) -> int | None:
     return None
 
 
+# batch keys that would change what the stream computes, and why they are refused
+REFUSED = {
+    "inputs_embeds": "the stream reads token ids; pass input_ids",
+    "labels": "attention_walks computes no loss; drop labels from the batch",
+    "past_key_values": "the stream runs whole passages without a key/value cache; drop past_key_values",
+    "use_cache": "the stream runs without a key/value cache; drop use_cache",
+    "cache_position": "the stream runs whole passages from position 0; use position_ids for other positions",
+    "output_attentions": "attention_walks reads the attention itself; drop output_attentions",
+    "output_hidden_states": "drop output_hidden_states (lw.inputs holds what enters each attention)",
+    "return_dict": "drop return_dict",
+    "logits_to_keep": "drop logits_to_keep (the stream keeps only the last token's logits)",
+}
+PER_TOKEN = ("token_type_ids", "position_ids")      # (B, n) integer keys, checked like input_ids
+
+
 def _as_batch(batch, device, model=None):
-    """The batch as ``{"input_ids", "attention_mask"}`` on ``device``, every entry checked against ``model``."""
+    """The batch on ``device``: ``input_ids``, ``attention_mask`` and every other key the model's forward
+    takes (``token_type_ids``, ``position_ids``, ...), each checked; a key it does not take, or one that would
+    change what the stream computes, refused by name."""
     if isinstance(batch, torch.Tensor):
         batch = {"input_ids": batch}
-    if not isinstance(batch, dict) or "input_ids" not in batch:
+    if not isinstance(batch, Mapping) or "input_ids" not in batch:
         raise TypeError("batch must be a tensor of token ids or a dict with 'input_ids' "
                         "(and optionally 'attention_mask'), e.g. the output of connlap_lite.passages")
     ids = batch["input_ids"]
@@ -278,7 +319,32 @@ def _as_batch(batch, device, model=None):
         if limit is not None and ids.shape[1] > limit:
             raise ValueError(f"input_ids have {ids.shape[1]} tokens per passage, more than the {limit} positions "
                              f"of {type(model).__name__}; use at most {limit} tokens (n_tokens <= {limit})")
-    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+    inputs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+    extra = {k: v for k, v in batch.items() if k not in inputs}
+    if extra and model is not None:
+        takes = [k for k, p in inspect.signature(model.forward).parameters.items()
+                 if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    for key, value in extra.items():
+        if key in REFUSED:
+            raise ValueError(f"batch key {key!r} is refused: {REFUSED[key]}")
+        if model is not None and key not in takes:
+            raise ValueError(f"batch key {key!r} is not an input of {type(model).__name__}.forward (it takes "
+                             f"{', '.join(k for k in takes if k not in REFUSED)}); remove it from the batch")
+        if value is None:
+            continue
+        if key in PER_TOKEN:
+            if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(ids.shape) \
+                    or value.is_floating_point() or value.dtype == torch.bool:
+                raise ValueError(f"{key} must be an integer tensor of the shape of input_ids {tuple(ids.shape)}, got "
+                                 f"{tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__}"
+                                 f"{'' if not isinstance(value, torch.Tensor) else f' of {value.dtype}'}")
+            if key == "token_type_ids" and model is not None:
+                types = getattr(model.config, "type_vocab_size", None)
+                if isinstance(types, int) and (int(value.min()) < 0 or int(value.max()) >= types):
+                    raise ValueError(f"token_type_ids must be in [0, {types}) for this model, got values from "
+                                     f"{int(value.min())} to {int(value.max())}")
+        inputs[key] = value.to(device) if isinstance(value, torch.Tensor) else value
+    return inputs
 
 
 def _forward_options(model) -> dict:
@@ -305,23 +371,26 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
 
     Parameters
     ----------
-    model : a supported Hugging Face model (see :mod:`connlap_lite.adapters`), with any attention
-        implementation (:func:`connlap_lite.load_model` loads PyTorch's fused SDPA).
-    batch : token ids ``(B, n)`` or a dict with ``input_ids`` and ``attention_mask``
-        (right padding for passages of unequal length).
+    model : a supported Hugging Face model (see :mod:`connlap_lite.adapters`) whose attention goes through
+        transformers' attention interface, with any attention implementation (:func:`connlap_lite.load_model`
+        loads PyTorch's fused SDPA); it runs with :mod:`connlap_lite.rebuild`'s attention function while the
+        stream runs, and with its own again afterwards.
+    batch : token ids ``(B, n)`` or a dict with ``input_ids`` and ``attention_mask`` (right padding for
+        passages of unequal length), and any other input the model's forward takes (``token_type_ids``,
+        ``position_ids``: passed to the forward, so the attention is the model's on them).
     layers : iterable of layer indices, default all; yielded in the model's order.
     progress : show a progress bar over layers.
-    attention : where ``lw.attention`` comes from.  ``"logits"``: rebuilt from the layer's
-        query-key scores (the adapter's ``logits``) and the masks, one layer at a time, on first
-        access, so the model never returns its attention.  ``"eager"``: the weights the model
-        returns itself, which needs ``attn_implementation="eager"`` (the reference).  ``"auto"``
-        (default): ``"eager"`` for a model that runs eager attention (it computes them anyway),
-        ``"logits"`` otherwise.
+    attention : where ``lw.attention`` comes from.  ``"logits"``: built from the queries, keys and mask the
+        layer's module made, one layer at a time (the module's output computed from it; the layers not read
+        run SDPA).  ``"eager"``: the weights the model's own eager attention function returns (the reference).
+        ``"auto"`` (default): ``"eager"`` for a model loaded with eager attention, ``"logits"`` otherwise.
 
     The model runs once (in a worker thread, paused at each chosen layer until the next one is
     asked for), so every module runs once and, with ``"logits"``, memory stays at the weights, the forward's own
-    activations and one layer's attention (and, while the reader still holds the previous layer, its inputs and
-    output; with ``"eager"``, its attention too).
+    activations and one layer's attention (and, while the reader still holds the previous layer, its inputs,
+    output, queries and keys; with ``"eager"``, its attention too).  Rows of ``lw.attention`` sum to 1 except
+    where the model's attention itself does not (learned sink logits, as in gpt-oss): the walk keeps the row
+    mass the model has (its stochasticity defect says how far).
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
@@ -330,8 +399,8 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                          f"got {type(model).__name__}")
     if not isinstance(attention, str) or attention not in ATTENTION:
         raise ValueError(f"attention must be one of {', '.join(map(repr, ATTENTION))}, got {attention!r}: "
-                         "'logits' rebuilds the attention from the query-key scores (any attention "
-                         "implementation), 'eager' reads the weights an eager-attention model returns")
+                         "'logits' builds the attention from the queries and keys the model makes (any attention "
+                         "implementation), 'eager' reads the weights of the model's eager attention")
     adapter = adapter_for(model)
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
@@ -340,39 +409,65 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
     for l in chosen:
         if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(modules):
             raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l!r}")
-    implementation = getattr(model.config, "_attn_implementation", None)
     if attention == "auto":
-        attention = "eager" if implementation == "eager" else "logits"
-    if attention == "eager" and implementation != "eager":
-        raise ValueError(f"attention='eager' reads the attention weights the model returns, but this model runs "
-                         f"{implementation!r} attention, which returns none; load it with "
-                         "attn_implementation='eager' (connlap_lite.load_model(name, attn_implementation='eager')) "
-                         "or use attention='logits'")
+        attention = "eager" if getattr(model.config, "_attn_implementation", None) == "eager" else "logits"
     if model.training:
         raise ValueError("model is in training mode (dropout is active); call model.eval() first "
                          "(connlap_lite.load_model returns it in eval mode)")
     inputs = _as_batch(batch, _device_of(model), model)
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()
-    with torch.no_grad(), streamed_layers(model, modules, chosen, inputs) as stream:
+    eager = attention == "eager"
+    with torch.no_grad(), streamed_layers(model, modules, chosen, inputs, eager=eager) as stream:
         if progress:
             from tqdm.auto import tqdm
             stream = tqdm(stream, total=len(set(chosen)), desc=f"{type(model).__name__} layers", leave=False)
-        for l, args, kwargs, out in stream:
+        for l, args, kwargs, out, call in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
             _check_finite(model, l, "inputs", hidden)
-            mask = adapter.mask(model, l)
-            if attention == "eager":
-                weights = out[1]
+            if eager:
+                weights = out[1]                        # what the module returns of its eager attention
                 _check_finite(model, l, "attention", weights)
             else:
-                weights = _rebuild(model, adapter, l, args, kwargs, tokens, mask)
+                weights = _Builder(model, l, modules[l], call, args, kwargs)
             output = adapter.module_output(model, l, out)
             del out                                     # no reference to the module's own output is kept
-            current = LayerWalks(layer=l, attention=weights, transports=_factor(*adapter.value_output(model, l), H, G),
-                                 inputs=hidden, output=output, tokens=tokens, mask=mask,
-                                 gain=adapter.norm_gain(model, l))
-            weights = args = kwargs = hidden = output = None      # current holds them, while its reader does
+            maps = adapter.value_output(model, l)
+            current = LayerWalks(layer=l, attention=weights, transports=_factor(*maps, H, G),
+                                 inputs=hidden, output=output, tokens=tokens,
+                                 mask={"causal": call.causal, "window": call.window},
+                                 gain=adapter.norm_gain(model, l),
+                                 value_bias=None if call.sinks is None else _value_bias(*maps, H, G))
+            weights = args = kwargs = hidden = output = call = None   # current holds them, while its reader does
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None
+
+
+def _value_bias(W_v, b_v, W_o, b_o, H: int, G: int):
+    """``(b, b_o)`` with ``b[h] = W_o^h b_v^{g(h)}`` ``(H, d)``, or None when the values have no bias (then the
+    constant ``b_o`` offset stays right whatever the rows sum to)."""
+    if b_v is None:
+        return None
+    d, dh = W_o.shape[0], W_v.shape[0] // G
+    per_group = b_v.detach().reshape(G, dh)[torch.arange(H, device=b_v.device) // (H // G)]
+    return torch.einsum("dhe,he->hd", W_o.detach().reshape(d, H, dh), per_group), b_o
+
+
+class _Builder:
+    """Builds layer ``layer``'s attention (checked finite) from its attention call; once the stream has moved on
+    (:meth:`forget`), from the module run again on the inputs it had, for its queries and keys only: so a layer
+    the reader still holds keeps its inputs and output while the forward runs on, not its queries and keys."""
+
+    def __init__(self, model, layer: int, module, call, args, kwargs):
+        self.model, self.layer, self.module = model, layer, module
+        self.call, self.args, self.kwargs = call, args, kwargs
+
+    def __call__(self) -> torch.Tensor:
+        call = self.call or again(self.model, self.module, self.args, self.kwargs)
+        A = call.attention if call.attention is not None else call.probabilities()
+        _check_finite(self.model, self.layer, "attention", A)
+        return A
+
+    def forget(self) -> None:
+        self.call = None

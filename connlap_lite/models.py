@@ -394,8 +394,10 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
         initialised with ``seed``.
     device_map : passed to ``from_pretrained`` (``"auto"`` spreads a large model over devices).
     attn_implementation : ``"sdpa"`` (default), PyTorch's fused attention, which never forms the
-        ``(B, H, n, n)`` attention: :func:`connlap_lite.attention_walks` rebuilds it one layer at a time;
-        or ``"eager"``, which forms it and can return it (``output_attentions=True``).
+        ``(B, H, n, n)`` attention, run through the package's registered attention function
+        (``connlap_lite``, :mod:`connlap_lite.rebuild`; the model's eager function where SDPA cannot:
+        soft-capping, sink logits), from whose queries and keys :func:`connlap_lite.attention_walks` builds
+        it one layer at a time; or ``"eager"``, which forms it and can return it (``output_attentions=True``).
 
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
     looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
@@ -484,6 +486,11 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
                            f"{'no tokens' if not ids else 'unknown tokens only'} (its vocabulary files are missing "
                            "or empty): save the model's own tokenizer into its folder (tokenizer.save_pretrained)")
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
+    if attn_implementation == "sdpa":       # SDPA through the package's attention function (rebuild.NAME)
+        from .rebuild import NAME, register
+
+        register()
+        attn_implementation = NAME
     if random_init:
         model = _without_sdpa_if_refused(lambda impl: fresh_model(auto, config, seed, impl), attn_implementation)
         if dtype is not None:

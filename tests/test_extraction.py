@@ -1,7 +1,7 @@
-"""Adapters and streaming extraction on tiny random models of every family (built offline).
+"""Streaming extraction on tiny random models of the first six families (built offline), and the batch keys.
 
 Every walk test runs on both sources of the attention: the weights an eager-attention model returns
-(``attention="eager"``) and the attention rebuilt from the scores while the model runs SDPA (``"logits"``).
+(``attention="eager"``) and the attention built from the model's queries and keys while it runs SDPA (``"logits"``).
 """
 import math
 
@@ -226,15 +226,86 @@ def test_errors():
 
     class Other(torch.nn.Module):
         config = type("C", (), {"model_type": "t5"})()
-    with pytest.raises(ValueError, match="unsupported architecture 't5'.*supported families: bert, gemma3, gpt2"):
+    with pytest.raises(ValueError, match="unsupported architecture 't5'.*supported families: bert/roberta/.*gpt2"):
         head_transports(Other(), 0)
     sdpa = AutoModelForCausalLM.from_config(CONFIGS["llama-gqa"](), attn_implementation="sdpa").eval()
-    with pytest.raises(ValueError, match="attention='eager' reads the attention weights the model returns, but "
-                                         "this model runs 'sdpa' attention.*attn_implementation='eager'"):
-        next(attention_walks(sdpa, unequal_batch(), attention="eager"))
     for bad in ("sdpa", None, 1):
         with pytest.raises(ValueError, match="attention must be one of 'auto', 'logits', 'eager', got"):
             next(attention_walks(sdpa, unequal_batch(), attention=bad))
+
+
+def test_eager_source_on_an_sdpa_model_is_its_eager_attention():
+    """``attention="eager"`` runs the model's own eager function for the stream, whatever the model was loaded
+    with, and gives back the implementation it had."""
+    sdpa, eager = tiny("llama-gqa", "sdpa"), tiny("llama-gqa", "eager")
+    batch = unequal_batch()
+    with torch.no_grad():
+        reference = eager(**batch, output_attentions=True).attentions
+    for lw in attention_walks(sdpa, batch, progress=False, attention="eager"):
+        assert lw._build is None and float((lw.attention - reference[lw.layer]).abs().max()) < 1e-6
+    assert sdpa.config._attn_implementation == "sdpa"
+
+
+# ---- every batch key honoured or refused (each against the model's own forward on that batch) ----
+
+def reference_attention(name, batch):
+    with torch.no_grad():
+        return tiny(name, "eager")(**batch, output_attentions=True).attentions
+
+
+def test_token_type_ids_reach_the_forward():
+    batch = {**unequal_batch(), "token_type_ids": torch.tensor([[0] * 4 + [1] * 4] * 3)}
+    reference, plain = reference_attention("bert", batch), reference_attention("bert", unequal_batch())
+    tokens = batch["attention_mask"].bool()
+    for lw in attention_walks(tiny("bert", "sdpa"), batch, progress=False):
+        P = lw.attention
+        assert float((P - reference[lw.layer]).abs().amax((1, 3))[tokens].max()) < 1e-5
+        assert float((P - plain[lw.layer]).abs().max()) > 1e-3          # the types change what the model attends
+        for i in range(3):
+            assert rel(lw.walk(i)(lw.section(i)), lw.reference(i)) < 1e-5
+    with pytest.raises(ValueError, match=r"token_type_ids must be in \[0, 2\) for this model"):
+        next(attention_walks(tiny("bert"), {**batch, "token_type_ids": torch.full((3, 8), 2)}))
+
+
+@pytest.mark.parametrize("name", ["llama-gqa", "gemma3-local-global", "gpt2"])
+def test_position_ids_reach_the_forward_and_the_rotary_positions(name):
+    spread = torch.stack([torch.arange(8), 2 * torch.arange(8), torch.tensor([3, 1, 4, 1, 5, 9, 2, 6])])
+    batch = {**unequal_batch(), "position_ids": spread}          # not a shift: rotary sees relative positions
+    reference, plain = reference_attention(name, batch), reference_attention(name, unequal_batch())
+    tokens = batch["attention_mask"].bool()
+    moved = 0.0
+    for lw in attention_walks(tiny(name, "sdpa"), batch, progress=False):
+        P = lw.attention
+        assert float((P - reference[lw.layer]).abs().amax((1, 3))[tokens].max()) < 1e-5
+        moved = max(moved, float((P[1:] - plain[lw.layer][1:]).abs().max()))
+        for i in range(3):
+            assert rel(lw.walk(i)(lw.section(i)), lw.reference(i)) < 1e-5
+    assert moved > 1e-3                                                 # the positions changed the attention
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("labels", torch.zeros(3, 8, dtype=torch.long), "batch key 'labels' is refused: attention_walks computes no loss"),
+    ("past_key_values", None, "batch key 'past_key_values' is refused: .*without a key/value cache"),
+    ("inputs_embeds", torch.zeros(3, 8, 32), "batch key 'inputs_embeds' is refused: the stream reads token ids"),
+    ("pixel_values", torch.zeros(3, 8), r"batch key 'pixel_values' is not an input of LlamaForCausalLM.forward "
+                                        r"\(it takes input_ids, attention_mask, position_ids"),
+    ("position_ids", torch.zeros(3, 7, dtype=torch.long), r"position_ids must be an integer tensor of the shape of "
+                                                          r"input_ids \(3, 8\), got \(3, 7\)"),
+    ("position_ids", torch.zeros(3, 8), r"position_ids must be an integer tensor .* of torch.float32"),
+])
+def test_other_batch_keys_are_refused_by_name(key, value, message):
+    model = tiny("llama-gqa", "sdpa")
+    with pytest.raises(ValueError, match=message):
+        next(attention_walks(model, {**unequal_batch(), key: value}, progress=False))
+    assert all(not m._forward_hooks for m in model.modules()) and model.config._attn_implementation == "sdpa"
+
+
+def test_a_tokenizers_batch_encoding_is_a_batch():
+    from transformers import BatchEncoding
+
+    batch = BatchEncoding({**unequal_batch(), "token_type_ids": torch.zeros(3, 8, dtype=torch.long)})
+    layers = [lw.layer for lw in attention_walks(tiny("bert", "sdpa"), batch, progress=False)]
+    assert layers == [0, 1]
 
 
 def test_gpu_8b_benchmark_runs_tiny_on_cpu(tmp_path):

@@ -1,5 +1,6 @@
-"""Attention rebuilt from the query-key scores (``attention="logits"``) while the model runs SDPA, against the
-weights the same model returns under eager attention: every family, padding, the offline models, one layer alive."""
+"""Attention built from the queries and keys the model makes (``attention="logits"``) while it runs SDPA through the
+registered attention function, against the weights the same model returns under eager attention: padding, windows,
+half precision, the offline models, one layer alive, a passage at a time."""
 import weakref
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3TextConfig, GPT2Config, LlamaConfig,
                           MistralConfig, Qwen2Config)
 
-from connlap_lite import attention_walks, extraction, load_model, rebuild, walk_from_heads
+from connlap_lite import attention_walks, load_model, rebuild, walk_from_heads
 
 TOL = 1e-5
 
@@ -52,6 +53,19 @@ def padded_batch(n=10):
     return {"input_ids": ids, "attention_mask": mask}
 
 
+def allowed_pairs(tokens, mask):
+    """The test's own reading of which pairs a layer lets attend: padding keys never, causal ``j <= i``, a window
+    ``i - j < w``."""
+    n = tokens.shape[1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    ok = torch.ones(n, n, dtype=torch.bool)
+    if mask["causal"]:
+        ok &= j <= i
+    if mask["window"] is not None:
+        ok &= i - j < mask["window"]
+    return ok[None, None] & tokens[:, None, None, :]
+
+
 def real_rows_error(P, E, tokens):
     """max |P - E| over every real query's row (padding queries carry no walk)."""
     return float((P - E).abs().amax((1, 3))[tokens].max())
@@ -71,7 +85,7 @@ def test_rebuilt_attention_is_the_eager_attention(name):
             P = lw.attention
             assert P.dtype == torch.float32 and P.shape == E.shape
             assert real_rows_error(P, E, tokens) <= TOL, (name, lw.layer)
-            allowed = extraction.allowed_pairs(tokens, lw.mask)
+            allowed = allowed_pairs(tokens, lw.mask)
             assert bool((P[~allowed.expand_as(P)] == 0).all())         # masked pairs exactly zero
             empty = ~allowed.any(-1).expand(P.shape[:3])                 # padding queries that see no key
             assert bool((P.sum(-1)[empty] == 0).all())
@@ -83,41 +97,51 @@ def test_rebuilt_attention_is_the_eager_attention(name):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_attention_is_built_a_passage_at_a_time_into_one_tensor(name, monkeypatch):
-    """The adapter sees one passage's inputs at a time and writes its scores into that passage's rows of the
-    layer's attention; the result is the softmax of the whole batch's scores."""
-    from connlap_lite.adapters import adapter_for
-
+    """Each passage's scores are written into its rows of the layer's one attention tensor (one passage's queries
+    and keys at a time); the result is the softmax of the whole batch's scores."""
     _, sdpa = pair(name)
     batch = padded_batch()
-    adapter = adapter_for(sdpa)
-    real, seen, whole = adapter.logits, [], []
+    real, seen = rebuild.scores, []
 
-    def spying(model, layer, args, kwargs, out=None):
-        hidden = args[0] if args else kwargs["hidden_states"]
-        seen.append((hidden.shape[0], out is not None and out._base is not None))
-        return real(model, layer, args, kwargs, out=out)
+    def spying(q, k, scale, out=None):
+        seen.append((q.shape[0], out is not None and out._base is not None))
+        return real(q, k, scale, out=out)
 
-    def capture(module, args, kwargs, output):                # the whole batch's scores, from the same inputs
-        whole.append(real(sdpa, len(whole), args, kwargs))
-
-    handles = [m.register_forward_hook(capture, with_kwargs=True) for m in adapter.layers(sdpa)]
-    try:
-        with torch.no_grad():
-            sdpa(**batch)
-    finally:
-        for h in handles:
-            h.remove()
-    monkeypatch.setattr(adapter, "logits", spying)
+    monkeypatch.setattr(rebuild, "scores", spying)
     tokens = batch["attention_mask"].bool()
     for lw in attention_walks(sdpa, batch, progress=False):
         A = lw.attention
         assert seen[-3:] == [(1, True)] * 3                      # three passages, each into its rows of A
-        expected = rebuild.probabilities(whole[lw.layer].clone(), rebuild.allowed_pairs(tokens, lw.mask))
-        assert real_rows_error(A, expected, tokens) <= 1e-6
+        assert A._base is None and A.is_contiguous()
+        ok = allowed_pairs(tokens, lw.mask)
+        assert bool((A[~ok.expand_as(A)] == 0).all())
+        assert torch.allclose(A.sum(-1)[ok.any(-1).expand(A.shape[:3])], torch.ones(()), atol=1e-6)
+
+
+def test_call_reads_every_mask_format_alike():
+    """A boolean mask, the same mask as an additive float one, and a causal call without a mask give one attention;
+    an additive position bias and soft-capping act on the scores; sink logits leave rows short of 1."""
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 3, generator=g), torch.randn(2, 2, 5, 3, generator=g)
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()[None, None].expand(2, 1, 5, 5)
+    additive = torch.zeros(2, 1, 5, 5).masked_fill(~causal, torch.finfo(torch.float32).min)
+    A = rebuild.Call(q, k, causal, causal=True, scaling=0.5).probabilities()
+    assert torch.allclose(A, rebuild.Call(q, k, additive, causal=True, scaling=0.5).probabilities(), atol=1e-7)
+    assert torch.equal(A, rebuild.Call(q, k, None, causal=True, scaling=0.5).probabilities())
+    s = (q @ k.repeat_interleave(2, 1).transpose(-1, -2)) * 0.5              # key group g serves heads 2g, 2g+1
+    bias = torch.randn(1, 4, 5, 5, generator=g)
+    capped = rebuild.Call(q, k, causal, causal=True, scaling=0.5, softcap=0.7, bias=bias).probabilities()
+    expected = torch.softmax((torch.tanh(s / 0.7) * 0.7 + bias).masked_fill(~causal, float("-inf")), -1)
+    assert torch.allclose(capped, expected, atol=1e-6)
+    sinks = torch.tensor([0.0, 1.0, -1.0, 2.0])
+    sunk = rebuild.Call(q, k, causal, causal=True, scaling=0.5, sinks=sinks).probabilities()
+    with_sink = torch.cat([s.masked_fill(~causal, float("-inf")), sinks.reshape(1, 4, 1, 1).expand(2, 4, 5, 1)], -1)
+    assert torch.allclose(sunk, torch.softmax(with_sink, -1)[..., :-1], atol=1e-6)
+    assert bool((sunk.sum(-1) < 1).all())
 
 
 def test_scores_out_must_fit():
-    from connlap_lite.adapters._linear import scores
+    from connlap_lite.rebuild import scores
 
     q, k = torch.randn(1, 4, 3, 2), torch.randn(1, 2, 3, 2)
     for bad in (torch.empty(1, 4, 3, 2), torch.empty(1, 4, 3, 6)[..., ::2]):
@@ -148,19 +172,19 @@ def test_only_one_layer_of_attention_is_alive(monkeypatch):
                                                          intermediate_size=64, vocab_size=100),
                                              attn_implementation="sdpa").eval()
     built, at_build, at_forward = [], [], []
-    real = rebuild.probabilities
+    real = rebuild.softmax_
 
     def alive():
         return sum(r() is not None for r in built)
 
-    def counting(logits, allowed):                        # called on each passage's rows of the layer's attention
+    def counting(logits, allowed=None, sinks=None):       # called on each passage's rows of the layer's attention
         layer = logits if logits._base is None else logits._base
         if not any(r() is layer for r in built):
             at_build.append(alive())
             built.append(weakref.ref(layer))
-        return real(logits, allowed)
+        return real(logits, allowed, sinks)
 
-    monkeypatch.setattr(rebuild, "probabilities", counting)
+    monkeypatch.setattr(rebuild, "softmax_", counting)
     handles = [m.register_forward_pre_hook(lambda *_: at_forward.append(alive())) for m in model.model.layers]
     try:
         for lw in attention_walks(model, padded_batch(), progress=False):
@@ -203,29 +227,6 @@ def test_a_layer_the_reader_dropped_is_not_held_while_the_forward_runs_on():
     assert alive == [[False, False], [False] * 4]
 
 
-def test_passage_cuts_the_batch_rows_only():
-    B, n = 3, 5
-    hidden, mask = torch.randn(B, n, 8), torch.ones(B, 1, n, n)
-    cos, sin, ids = torch.randn(1, n, 4), torch.randn(1, n, 4), torch.arange(n)[None].expand(B, n)
-    args, kwargs = rebuild._passage((hidden,), {"position_embeddings": (cos, sin), "attention_mask": mask,
-                                                "position_ids": ids, "cache_position": torch.arange(n), "flag": True},
-                                    1, B)
-    assert torch.equal(args[0], hidden[1:2]) and torch.equal(kwargs["attention_mask"], mask[1:2])
-    assert torch.equal(kwargs["position_ids"], ids[1:2])
-    assert kwargs["position_embeddings"][0] is cos and kwargs["position_embeddings"][1] is sin   # shared rows
-    assert kwargs["cache_position"].shape == (n,) and kwargs["flag"] is True
-    assert rebuild._passage((hidden[:1],), {}, 0, 1)[0][0] is not None
-
-
-def test_allowed_pairs_follow_the_window_and_padding():
-    tokens = torch.tensor([[True] * 5 + [False]])
-    ok = extraction.allowed_pairs(tokens, {"causal": True, "window": 2})[0, 0]
-    i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
-    assert torch.equal(ok, (j <= i) & (i - j < 2) & (j < 5))
-    both = extraction.allowed_pairs(tokens, {"causal": False, "window": None})[0, 0]
-    assert torch.equal(both, (j < 5).expand(6, 6))
-
-
 @pytest.fixture(scope="module", params=["minilm-l6", "smollm2-135m"])
 def offline(request):
     eager, tok = load_model(request.param, attn_implementation="eager")
@@ -237,7 +238,7 @@ def test_offline_models_rebuilt_attention_and_walks(offline):
     from connlap_lite import encode
 
     name, eager, sdpa, tok = offline
-    assert sdpa.config._attn_implementation == "sdpa" and eager.config._attn_implementation == "eager"
+    assert sdpa.config._attn_implementation == rebuild.NAME and eager.config._attn_implementation == "eager"
     batch = encode(tok, ["The cat sat on the mat because it was warm there.", "A short one."], max_tokens=16)
     tokens = batch["attention_mask"].bool()
     assert not bool(tokens.all())                                    # the batch has padding
@@ -274,3 +275,31 @@ def test_non_finite_rebuilt_attention_is_caught_at_its_layer():
                                          r"torch.float32; its weights"):
         second.attention
     layers.close()
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_a_layer_asked_for_after_the_stream_moved_on_is_built_again_from_its_module(name):
+    """Once the stream has moved on, a layer keeps no queries and keys: asked for again, the module runs once more
+    on the inputs it had (no hook fires, no output computed) and gives the same attention, bit for bit."""
+    _, sdpa = pair(name)
+    stream = attention_walks(sdpa, padded_batch(), progress=False)
+    first = next(stream)
+    A0 = first.attention.clone()
+    calls = []
+    handle = rebuild.register()
+    from connlap_lite.adapters import adapter_for
+
+    hooks = [m.register_forward_pre_hook(lambda *_: calls.append(1)) for m in adapter_for(sdpa).layers(sdpa)]
+    try:
+        second = next(stream)
+        assert first._build.call is None and first._attention is None        # released: nothing of its call kept
+        n_forward = len(calls)
+        assert torch.equal(first.attention, A0)                              # built again, the same
+        assert len(calls) == n_forward                          # no attention module's hook ran for it
+        assert second.layer == 1
+    finally:
+        for h in hooks:
+            h.remove()
+        stream.close()
+    assert handle is None and not rebuild._ROUTES and not rebuild._SWITCHED
+    assert sdpa.config._attn_implementation == "sdpa"

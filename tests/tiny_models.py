@@ -90,3 +90,92 @@ def make_gpt_neox_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Pat
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+# ---- one tiny random model per family the adapters support (no download) ----
+
+_D = dict(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, intermediate_size=64, max_position_embeddings=64)
+_G = dict(_D, num_key_value_heads=2)
+
+
+def _configs(vocab: int) -> dict:
+    """``name -> config`` for every family tested: the original six, then the interface's new ones."""
+    import transformers as T
+
+    d, g = dict(_D, vocab_size=vocab), dict(_G, vocab_size=vocab)
+    ids = dict(pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    return {
+        # the six families of the adapter path
+        "gpt2": lambda: T.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=vocab, n_positions=64, **ids),
+        "bert": lambda: T.BertConfig(**d),
+        "roberta": lambda: T.RobertaConfig(**d, pad_token_id=1),
+        "gpt_neox": lambda: T.GPTNeoXConfig(**d, rotary_pct=0.25, **ids),                  # Pythia's partial rotary
+        "llama": lambda: T.LlamaConfig(**g, **ids),                                         # GQA
+        "mistral": lambda: T.MistralConfig(**dict(g, num_key_value_heads=1), sliding_window=3, **ids),   # MQA, window
+        "qwen2": lambda: T.Qwen2Config(**g, **ids),                                          # value biases
+        "gemma3": lambda: T.Gemma3TextConfig(**g, head_dim=16, sliding_window=3, query_pre_attn_scalar=8, **ids,
+                                             layer_types=["sliding_attention", "full_attention"]),   # QK-norm
+        # new with the attention interface
+        "qwen3": lambda: T.Qwen3Config(**g, head_dim=8, **ids),                              # QK-norm
+        "olmo2": lambda: T.Olmo2Config(**g, **ids),                                          # QK-norm, post-norm
+        "olmo": lambda: T.OlmoConfig(**d, **ids),                                            # LayerNorm without gain
+        "cohere": lambda: T.CohereConfig(**g, use_qk_norm=True, **ids),                      # parallel block
+        "stablelm": lambda: T.StableLmConfig(**g, partial_rotary_factor=0.25, **ids),        # partial rotary
+        "phi": lambda: T.PhiConfig(**d, partial_rotary_factor=0.5, qk_layernorm=True, **ids),  # dense output map
+        "phi3": lambda: T.Phi3Config(**g, **ids),                                            # fused qkv_proj
+        "granite": lambda: T.GraniteConfig(**g, attention_multiplier=0.3, **ids),            # its own scaling
+        "starcoder2": lambda: T.Starcoder2Config(**g, sliding_window=3, **ids),              # window, biases
+        "helium": lambda: T.HeliumConfig(**g, head_dim=8, **ids),
+        "smollm3": lambda: T.SmolLM3Config(**g, **ids),                                      # layers without rotary
+        "gemma2": lambda: T.Gemma2Config(**g, head_dim=8, attn_logit_softcapping=0.5, sliding_window=3,
+                                         query_pre_attn_scalar=8, **ids),                    # soft-capping
+        "mixtral": lambda: T.MixtralConfig(**g, num_local_experts=4, num_experts_per_tok=2, **ids),    # experts
+        "qwen2_moe": lambda: T.Qwen2MoeConfig(**g, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16,
+                                              shared_expert_intermediate_size=16, **ids),
+        "olmoe": lambda: T.OlmoeConfig(**g, num_experts=4, num_experts_per_tok=2, **ids),
+        "gpt_oss": lambda: T.GptOssConfig(**g, head_dim=8, num_local_experts=4, num_experts_per_tok=2,
+                                          sliding_window=3, layer_types=["sliding_attention", "full_attention"],
+                                          **ids),                                            # sink logits
+        "distilbert": lambda: T.DistilBertConfig(n_layers=2, n_heads=4, dim=32, hidden_dim=64, vocab_size=vocab,
+                                                 max_position_embeddings=64, pad_token_id=0),
+        "electra": lambda: T.ElectraConfig(**d, embedding_size=32),
+    }
+
+
+FAMILIES = tuple(_configs(100))
+NEW = FAMILIES[FAMILIES.index("qwen3"):]            # the families the attention interface added
+ENCODERS = ("bert", "roberta", "distilbert", "electra")
+
+
+def build(name: str, implementation: str = "eager", *, vocab: int = 100, seed: int = 0):
+    """A tiny random model of family ``name`` in eval mode, biases, norm gains and sink logits drawn at random
+    (a fresh model's zero biases and unit gains would hide a misread bias layout or gain)."""
+    import torch
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    auto = AutoModel if name in ENCODERS else AutoModelForCausalLM
+    model = auto.from_config(_configs(vocab)[name](), attn_implementation=implementation).eval()
+    with torch.no_grad():
+        for key, p in model.named_parameters():
+            if key.endswith("bias"):
+                p.normal_(0.0, 0.02)
+            elif p.ndim == 1 and "sinks" in key:
+                p.normal_(0.0, 1.0)
+            elif p.ndim == 1:                            # norm gains (Gemma's 1 + w included)
+                p.add_(0.3 * torch.randn_like(p))
+    return model
+
+
+def save_family(name: str, folder: Path) -> Path:
+    """Save a tiny random model of family ``name`` with the offline BERT tokenizer (``verify FOLDER`` reads it)."""
+    from transformers import AutoTokenizer
+
+    from connlap_lite.models import _source
+
+    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    model = build(name, vocab=len(tok))
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -1,51 +1,71 @@
-"""One adapter per architecture family: each maps a model's own layout to ours.
+"""One adapter per weight layout: how each head's value and output maps sit in a model's weights.
 
-An adapter is a small module with these functions (``model`` is the loaded Hugging Face model):
+The attention itself needs no code per family: :func:`connlap_lite.attention_walks` reads every layer's
+queries and keys as the model made them (after its rotary embedding, QK-norm, soft-capping and
+grouped-query layout) and the mask it built, through transformers' attention interface
+(:mod:`connlap_lite.rebuild`).  What differs from family to family is only where the weights are: a fused
+QKV projection, GPT-2's ``Conv1D`` layout, an output projection outside the attention module, biases, the
+norm that feeds the attention.  A new family provides that, as a module with the functions of
+:class:`Adapter`, and one line in ``FAMILIES``.
 
-``layers(model)``                the attention modules we hook, one per layer;
-``shape(model)``                 ``(H, G)``: query heads and key/value groups;
-``value_output(model, layer)``   ``(W_v, b_v, W_o, b_o)`` as ``nn.Linear`` weights ``(out, in)``;
-``pre_norm(model, layer)``       the norm applied to the residual stream before attention, or None;
-``norm_gain(model, layer)``      the per-coordinate gain of the norm whose output enters the attention
-                                 (the pre-norm; post-norm, the previous layer's output norm), or None;
-``module_output(model, layer, out)``  the attention module's output that the walk reproduces;
-``mask(model, layer)``           ``{"causal": bool, "window": int | None}``;
-``logits(model, layer, args, kwargs, out=None)``  the scaled query-key scores ``(B, H, n, n)`` of every
-                                 query head, before any mask, from the attention module's inputs exactly as
-                                 its forward hook receives them (``args``, ``kwargs``; the caller may cut
-                                 them to one passage): after the family's rotary embedding, QK-norm and
-                                 score soft-capping where the module applies them, each key/value group's
-                                 keys shared by its query heads.  A fresh tensor in the module's dtype, which
-                                 the caller may overwrite, or ``out`` where given (``_linear.scores``).
+Families (``model_type``): GPT-2; GPT-NeoX (Pythia); BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA;
+DistilBERT; Phi-3; the decoders with ``q/k/v/o_proj`` (Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE, Mixtral,
+OLMo, OLMo2, OLMoE, Granite, Cohere, StableLM, Starcoder2, SmolLM3, Helium, Phi, gpt-oss, Gemma 2, Gemma 3).
+:func:`describe` gives a model's shape in one dict; :func:`is_encoder` says from a config alone whether
+the model attends both ways (the one rule, which loading uses too).
 
-:func:`connlap_lite.attention_walks` turns ``logits`` plus ``mask`` and the batch's padding into the
-attention probabilities one layer at a time, so the model itself may run any attention
-implementation (PyTorch's fused SDPA included) and never has to return its attention.
-
-Families: GPT-2; BERT; RoBERTa, XLM-RoBERTa, CamemBERT; Llama, Mistral, Qwen2; Gemma 3;
-GPT-NeoX (Pythia).  :func:`describe` gives a model's shape in one dict; :func:`is_encoder` says from a
-config alone whether the model attends both ways (the one rule, which loading uses too).
-Adding a family means adding one file here and one line to ``FAMILIES``.
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Protocol
 
-from . import bert, gemma3, gpt2, gpt_neox, llama, roberta
+import torch
+
+from . import bert, distilbert, gpt2, gpt_neox, llama, phi3
 from ._linear import is_encoder
+
+
+class Adapter(Protocol):
+    """What an adapter module provides (``model`` is the loaded Hugging Face model, ``layer`` an index)."""
+
+    def layers(self, model) -> list[torch.nn.Module]:
+        """The attention modules, one per layer: the modules that call transformers' attention interface."""
+
+    def shape(self, model) -> tuple[int, int]:
+        """``(H, G)``: query heads and key/value groups."""
+
+    def value_output(self, model, layer: int) -> tuple:
+        """``(W_v, b_v, W_o, b_o)`` as ``nn.Linear`` weights ``(out, in)`` (biases None where absent)."""
+
+    def pre_norm(self, model, layer: int) -> torch.nn.Module | None:
+        """The norm applied to the residual stream before the attention, or None (post-norm, or none)."""
+
+    def norm_gain(self, model, layer: int) -> torch.Tensor | None:
+        """The per-coordinate gain of the norm whose output enters the attention (the pre-norm; post-norm,
+        the previous layer's output norm), or None."""
+
+    def module_output(self, model, layer: int, out) -> torch.Tensor:
+        """The attention module's output that the walk reproduces, from what the module returned (``out``)."""
+
 
 FAMILIES: dict[str, ModuleType] = {
     "gpt2": gpt2,
-    "bert": bert,
-    "roberta": roberta, "xlm-roberta": roberta, "camembert": roberta,
-    "llama": llama, "mistral": llama, "qwen2": llama,
-    "gemma3_text": gemma3, "gemma3": gemma3,
     "gpt_neox": gpt_neox,
+    "bert": bert, "roberta": bert, "xlm-roberta": bert, "camembert": bert, "electra": bert,
+    "distilbert": distilbert,
+    "phi3": phi3,
+    **{kind: llama for kind in llama.TYPES},
 }
 
-# what adapter_for's error lists: one entry per adapter, its model types joined by "/"
-_FAMILY_NAMES = ("bert", "gemma3", "gpt2", "gpt_neox", "llama/mistral/qwen2", "roberta/xlm-roberta/camembert")
+
+def supported() -> str:
+    """The supported model types, one group per adapter (its types joined by "/")."""
+    groups: dict[str, list[str]] = {}
+    for kind, adapter in FAMILIES.items():
+        groups.setdefault(adapter.__name__, []).append(kind)
+    return ", ".join(sorted("/".join(kinds) for kinds in groups.values()))
 
 
 def adapter_for(model) -> ModuleType:
@@ -53,7 +73,7 @@ def adapter_for(model) -> ModuleType:
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind not in FAMILIES:
         raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "
-                         f"supported families: {', '.join(_FAMILY_NAMES)}")
+                         f"supported families: {supported()}")
     return FAMILIES[kind]
 
 

@@ -1,4 +1,5 @@
-"""BERT-style encoders (MiniLM): post-norm, bidirectional, padding mask only.
+"""BERT-style encoders (BERT/MiniLM, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA): post-norm, separate
+``query/key/value`` with biases, bidirectional unless configured as a decoder.
 
 We hook ``attention.self``, whose output is the per-head context ``sum_j A_ij v_j``;
 the attention module's output that the walk reproduces is ``attention.output.dense``
@@ -6,11 +7,12 @@ of that context (before dropout, the residual and the post-attention LayerNorm).
 """
 from __future__ import annotations
 
-from ._linear import argument, is_encoder, scores, split_heads
-
 
 def _base(model):
-    return getattr(model, "bert", model)
+    for name in ("bert", "roberta", "electra"):
+        if hasattr(model, name):
+            return getattr(model, name)
+    return model
 
 
 def layers(model):
@@ -34,20 +36,11 @@ def module_output(model, layer, out):
     return _base(model).encoder.layer[layer].attention.output.dense(out[0])
 
 
-def mask(model, layer):
-    return {"causal": not is_encoder(model.config), "window": None}
-
-
 def norm_gain(model, layer):
     """The gain of the LayerNorm whose output enters the attention: post-norm, that is the previous layer's
-    output norm (the embeddings' norm before the first layer)."""
+    output norm (the embeddings' norm before the first layer; None where ELECTRA projects the embeddings
+    after it, as no per-coordinate gain then reaches the attention)."""
     base = _base(model)
-    norm = base.embeddings.LayerNorm if layer == 0 else base.encoder.layer[layer - 1].output.LayerNorm
-    return norm.weight
-
-
-def logits(model, layer, args, kwargs, out=None):
-    att = _base(model).encoder.layer[layer].attention.self
-    x = argument(args, kwargs, 0, "hidden_states")
-    dh = att.attention_head_size
-    return scores(split_heads(att.query(x), dh), split_heads(att.key(x), dh), att.scaling, out=out)
+    if layer == 0:
+        return None if hasattr(base, "embeddings_project") else base.embeddings.LayerNorm.weight
+    return base.encoder.layer[layer - 1].output.LayerNorm.weight

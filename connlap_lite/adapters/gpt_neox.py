@@ -8,16 +8,13 @@ map ``dense`` reads the heads' contexts in head order, as usual.  Plain multi-he
 
 Pre-norm LayerNorm (``input_layernorm``): its gain is what :func:`norm_gain` returns; its bias
 is added after the gain, so it is part of the section the hook sees (every token's input
-shifted by the same vector), never of the transport.  Rotary positions act on the first
-``rotary_pct`` of each head's query and key only: they change ``A``, never the transport.
+shifted by the same vector), never of the transport.  Rotary positions (on the first ``rotary_pct``
+of each head) act on queries and keys only: they change ``A``, never the transport.
 With ``use_parallel_residual`` the MLP reads the same residual stream as the attention (not
 its output); either way the attention module's output is ``dense`` of the heads' contexts,
 before the residual sum, which is what the walk reproduces.
 """
 from __future__ import annotations
-
-from ._linear import rotary, scores
-
 
 def _base(model):
     return getattr(model, "gpt_neox", model)
@@ -54,22 +51,6 @@ def module_output(model, layer, out):
     return out[0]
 
 
-def mask(model, layer):
-    return {"causal": True, "window": None}
-
-
 def norm_gain(model, layer):
     return _base(model).layers[layer].input_layernorm.weight   # LayerNorm: gain * normalised x + bias
 
-
-def logits(model, layer, args, kwargs, out=None):
-    """Every head's scaled query-key scores ``(B, H, n, n)`` from the module's own inputs, before any mask."""
-    a = _base(model).layers[layer].attention
-    hidden = args[0] if args else kwargs["hidden_states"]
-    B, n, _ = hidden.shape
-    H = model.config.num_attention_heads
-    qkv = a.query_key_value(hidden).reshape(B, n, H, 3, -1)
-    q, k = qkv[:, :, :, 0].transpose(1, 2), qkv[:, :, :, 1].transpose(1, 2)     # (B, H, n, d_h)
-    cos, sin = kwargs["position_embeddings"]                                     # (B, n, r): partial rotary
-    q, k = rotary(q, cos, sin), rotary(k, cos, sin)
-    return scores(q, k, a.scaling, out=out)

@@ -1,16 +1,26 @@
-"""Llama-style decoders (Llama, SmolLM2, Mistral, Qwen2): separate ``q/k/v/o_proj``, GQA.
+"""Decoders with separate ``q/k/v_proj`` and an output map in ``self_attn`` (Llama's layout, GQA or not).
 
-Pre-norm RMSNorm (``input_layernorm``), causal, rotary positions on Q and K only (so
-they change ``A``, never the transport); Qwen2 has value biases.  A sliding window
-applies where the config enables one.
+Llama, SmolLM2/3, Mistral, Qwen2/3, Qwen2-MoE, Mixtral, OLMo, OLMo2, OLMoE, Granite, Cohere, StableLM,
+Starcoder2, Helium, Phi (output map ``dense``), gpt-oss, Gemma 2 and Gemma 3.  Value biases where the family
+has them (Qwen2).  The pre-attention norm is ``input_layernorm`` where there is one; its per-coordinate gain
+is its weight, ``1 + w`` for Gemma's RMSNorm, none for OLMo's parameter-free LayerNorm; OLMo2 normalises the
+attention's output instead (no pre-norm).  The walk reproduces ``self_attn``'s output, before any
+post-attention norm.  Mixture-of-experts blocks change the MLP only, never the attention.
 """
 from __future__ import annotations
 
-from ._linear import argument, rotary, scores, split_heads
+TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "mixtral", "olmo", "olmo2", "olmoe",
+         "granite", "cohere", "stablelm", "starcoder2", "smollm3", "helium", "phi", "gpt_oss", "gemma2",
+         "gemma3", "gemma3_text")
+PLUS_ONE = ("gemma2", "gemma3", "gemma3_text")         # RMSNorm scaling by 1 + w
+
+
+def _layer(model, layer):
+    return getattr(model, "model", model).layers[layer]
 
 
 def layers(model):
-    return [layer.self_attn for layer in model.model.layers]
+    return [layer.self_attn for layer in getattr(model, "model", model).layers]
 
 
 def shape(model):
@@ -19,37 +29,21 @@ def shape(model):
 
 
 def value_output(model, layer):
-    a = model.model.layers[layer].self_attn
-    return a.v_proj.weight, a.v_proj.bias, a.o_proj.weight, a.o_proj.bias
+    a = _layer(model, layer).self_attn
+    o = a.o_proj if hasattr(a, "o_proj") else a.dense
+    return a.v_proj.weight, a.v_proj.bias, o.weight, o.bias
 
 
 def pre_norm(model, layer):
-    return model.model.layers[layer].input_layernorm
+    return getattr(_layer(model, layer), "input_layernorm", None)
 
 
 def module_output(model, layer, out):
     return out[0]
 
 
-def mask(model, layer):
-    c = model.config
-    window = getattr(c, "sliding_window", None)
-    types = getattr(c, "layer_types", None)
-    if types is not None:
-        window = window if types[layer] == "sliding_attention" else None
-    elif not getattr(c, "use_sliding_window", True):
-        window = None
-    return {"causal": True, "window": window}
-
-
 def norm_gain(model, layer):
-    return model.model.layers[layer].input_layernorm.weight
-
-
-def logits(model, layer, args, kwargs, out=None):
-    a = model.model.layers[layer].self_attn
-    x = argument(args, kwargs, 0, "hidden_states")
-    cos, sin = argument(args, kwargs, 1, "position_embeddings")
-    q = rotary(split_heads(a.q_proj(x), a.head_dim), cos, sin)
-    k = rotary(split_heads(a.k_proj(x), a.head_dim), cos, sin)
-    return scores(q, k, a.scaling, out=out)
+    weight = getattr(pre_norm(model, layer), "weight", None)
+    if weight is None:
+        return None
+    return 1.0 + weight if model.config.model_type in PLUS_ONE else weight
