@@ -31,7 +31,7 @@ from typing import Iterator
 
 import torch
 
-from ._backend import check_float_dtype
+from ._backend import check_float_dtype, integer
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import _gated_walk, walk_from_heads
@@ -51,8 +51,9 @@ def head_transports(model, layer: int) -> HeadTransports:
     """
     adapter = adapter_for(model)
     n_layers = len(adapter.layers(model))
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n_layers:
+    if integer(layer) is None or not 0 <= integer(layer) < n_layers:     # numpy ints too (operator.index)
         raise ValueError(f"layer must be an int in [0, {n_layers}), got {layer!r}")
+    layer = integer(layer)
     H, G = adapter.shape(model)
     return _factor(*adapter.value_output(model, layer), H, G)
 
@@ -251,9 +252,9 @@ class LayerWalks:
 
     def _passage(self, i) -> int:
         B = self.tokens.shape[0]
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < B:
+        if integer(i) is None or not 0 <= integer(i) < B:                  # numpy ints too (operator.index)
             raise ValueError(f"i must be a passage index, an int in [0, {B}), got {i!r}")
-        return i
+        return integer(i)
 
 
 def max_positions(model) -> int | None:
@@ -407,8 +408,9 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
         raise TypeError(f"layers must be an iterable of layer indices such as [0, 3], got {layers!r}")
     chosen = range(len(modules)) if layers is None else list(layers)
     for l in chosen:
-        if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(modules):
+        if integer(l) is None or not 0 <= integer(l) < len(modules):      # numpy ints too (operator.index)
             raise ValueError(f"layers must hold indices in [0, {len(modules)}), got {l!r}")
+    chosen = [integer(l) for l in chosen]
     if attention == "auto":
         attention = "eager" if getattr(model.config, "_attn_implementation", None) == "eager" else "logits"
     if model.training:

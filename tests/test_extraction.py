@@ -234,6 +234,19 @@ def test_errors():
             next(attention_walks(sdpa, unequal_batch(), attention=bad))
 
 
+def test_numpy_integers_are_indices():
+    """Layers, a passage and a head-transport layer given as numpy integers are taken as the ints they are."""
+    import numpy as np
+
+    model = tiny("gpt2")
+    lw = next(attention_walks(model, unequal_batch(), layers=[np.int64(1)]))
+    assert lw.layer == 1 and type(lw.layer) is int
+    assert torch.equal(lw.walk(np.int64(0)).P, lw.walk(0).P)
+    assert torch.equal(head_transports(model, np.int32(1)).U, head_transports(model, 1).U)
+    with pytest.raises(ValueError, match=r"layers must hold indices in \[0, 2\), got 1.0"):
+        next(attention_walks(model, unequal_batch(), layers=[1.0]))
+
+
 def test_eager_source_on_an_sdpa_model_is_its_eager_attention():
     """``attention="eager"`` runs the model's own eager function for the stream, whatever the model was loaded
     with, and gives back the implementation it had."""
