@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks html-strict browser browser-run chromium corpora reader pdf student clean bench
+.PHONY: install book test unit notebooks html-strict browser browser-run chromium reader pdf student clean bench
 
 install: $(STAMP)
 
@@ -32,7 +32,7 @@ $(FULLSTAMP): $(STAMP)
 	touch $@
 
 # The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
-book: install corpora $(FULLSTAMP)
+book: install $(FULLSTAMP)
 	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
 	@echo "book: _build/html/index.html"
 
@@ -40,11 +40,11 @@ book: install corpora $(FULLSTAMP)
 unit: install
 	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py --ignore=tests/browser --ignore=tests/reader
 
-notebooks: install corpora
+notebooks: install
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0 book
 
 # A strict build (warnings are errors) in its own folder, with make test's smaller measurements.
-html-strict: install corpora
+html-strict: install
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output _build/strict
 
 # Debian's headless Chromium and its driver, for the browser test; installed only when missing (sudo if not root).
@@ -52,13 +52,6 @@ chromium:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
-	fi
-
-# Debian's fortunes-min, whose literary quotations are the book's narrative corpus (connlap_lite.text.corpus).
-corpora:
-	@if [ ! -f /usr/share/games/fortunes/literature ]; then \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q fortunes-min; \
 	fi
 
 # Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
@@ -77,7 +70,7 @@ reader: install
 # The stages in pairs that share the two cores (each pair's output printed whole, in order): the unit tests beside
 # the notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.
 # One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
-test: install chromium corpora
+test: install chromium
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target unit notebooks
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
 	$(MAKE) --no-print-directory browser-run
@@ -88,7 +81,7 @@ test: install chromium corpora
 # PDF_FULL=0 builds make test's smaller setting in its own folder (faster).
 PDF_FULL ?= 1
 PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)
-pdf: install chromium corpora $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
+pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 	CONNLAP_FULL=$(PDF_FULL) $(VENV)/bin/jupyter-book build . --keep-going --path-output $(PDF_ROOT)
 	$(PY) tools/book_pdf.py $(PDF_ROOT)/_build/html _build/book.pdf
 	@echo "pdf: _build/book.pdf"

@@ -18,8 +18,8 @@ one measurement, registered before any result was read (their names are the repo
 ``data_defect_nosink`` is the trained model's data defect on the same tokens, the one to set
 against those two.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
-(bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
-the running Python) and, for a local folder, the identity of its files, so the chapters that
+(bumped whenever a metric's definition changes), a digest of the corpus's text (the package's
+corpora, :func:`connlap_lite.text.corpus_digest`) and, for a local folder, the identity of its files, so the chapters that
 share a measurement compute it once.  A cached report that cannot be read or does not have the
 expected shape is recomputed (with a warning) and overwritten.
 
@@ -325,7 +325,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     check_bos(bos)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
-                corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
+                corpus_digest=corpus_digest(corpus) if texts is None else None)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
     identity = _folder_identity(name)

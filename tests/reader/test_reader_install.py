@@ -33,9 +33,9 @@ def run(cmd, **kw):
 
 
 def package_sources(root: Path) -> set[str]:
-    """Every file of the package as a wheel must hold it: each module and ``py.typed``."""
+    """Every file of the package as a wheel must hold it: each module, ``py.typed`` and the corpora's data."""
     return {p.relative_to(root).as_posix() for p in (root / "connlap_lite").rglob("*")
-            if p.is_file() and (p.suffix == ".py" or p.name == "py.typed") and "__pycache__" not in p.parts}
+            if p.is_file() and "__pycache__" not in p.parts}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,8 @@ def reader_env(wheel: Path) -> dict:
 
 def test_sdist_and_wheel_carry_every_module_and_py_typed(dist):
     expected = package_sources(dist["src"])
-    assert {"connlap_lite/py.typed", "connlap_lite/adapters/__init__.py"} <= expected
+    assert {"connlap_lite/py.typed", "connlap_lite/adapters/__init__.py", "connlap_lite/corpora/corpora.json",
+            "connlap_lite/corpora/narrative.json.xz"} <= expected
     with zipfile.ZipFile(dist["wheel"]) as whl:
         in_wheel = set(whl.namelist())
     assert not expected - in_wheel, f"the wheel lacks {sorted(expected - in_wheel)}"
@@ -126,4 +127,5 @@ def test_every_module_imports_from_the_installed_wheel(dist, venv, tmp_path):
             "print(connlap_lite.__file__, len(names))")
     where, count = run([venv, "-c", code], env=env, cwd=tmp_path).split()
     assert not Path(where).resolve().is_relative_to(ROOT), where
-    assert int(count) == len(package_sources(dist["src"])) - 2, "every module imported (less the root and py.typed)"
+    modules = {p for p in package_sources(dist["src"]) if p.endswith(".py")}
+    assert int(count) == len(modules) - 1, "every module imported (less the root)"
