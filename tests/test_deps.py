@@ -19,8 +19,8 @@ import deps  # noqa: E402
 META = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = META["project"]["optional-dependencies"]
 MAKEFILE = (ROOT / "Makefile").read_text()
-# Colab's runtime (late 2026), which the declared range must accept as it is (no upgrade forced)
-COLAB = {"torch": "2.11.0", "numpy": "2.1.3", "transformers": "5.15.0", "scipy": "1.16.3", "matplotlib": "3.10.0"}
+# Colab's runtime (late 2026, as issue 23 records it), which the declared range must accept as it is
+COLAB = {"torch": "2.11.0", "numpy": "2.1.3", "transformers": "5.15.0"}
 
 
 def release(version: str) -> tuple[int, ...]:
