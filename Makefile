@@ -74,10 +74,10 @@ wheel: install
 	rm -rf $(WHEEL_DIR) && $(PY) -m build -q --wheel --outdir $(WHEEL_DIR) . >/dev/null
 
 # The declared floors, tested: a fresh venv on Python 3.11 with every floor of requirements.txt and of the
-# models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy 1.11.4, torch 2.2, matplotlib 3.8.0,
-# tqdm 4.60, transformers 5.0.0, gguf 0.10.0, accelerate 1.1.0), the built wheel with its other extras, then the
-# unit tests and the theory chapters and the reading chapter, each copied out alone (tools/alone.py).
-# torch: 2.2.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
+# models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy 1.11.4, torch 2.4, matplotlib 3.8.0,
+# tqdm 4.60, transformers 5.4.0, gguf 0.10.0, accelerate 1.2.0), the built wheel with its other extras, then the
+# theory chapters and the reading chapter, each copied out alone (tools/alone.py), and the unit tests.
+# torch: 2.4.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
 # cache), run on the CPU; this machine has no CPU build of it. The unit tests run from the checkout's source (the
 # wheel's) with the floor libraries; the chapters import the installed wheel.
 FLOOR_PYTHON ?= python3.11
@@ -93,9 +93,9 @@ floor: wheel
 	$(FLOOR)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(FLOOR)/venv/bin/python -m pip freeze | grep -iE '^(numpy|scipy|torch|matplotlib|tqdm|transformers|gguf|accelerate)==' \
 	  | tee $(FLOOR)/versions.txt
+	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb
 	$(FLOOR)/venv/bin/python -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py \
 	  --ignore=tests/browser --ignore=tests/reader
-	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb
 
 # Colab's own runtime (run before every release; about an hour on two cores): a fresh venv with Colab's versions
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
