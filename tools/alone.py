@@ -1,10 +1,12 @@
 """Execute chapters as a reader opens them: each notebook copied out alone into a fresh temporary folder and run
 there by nbclient on the running Python's ``python3`` kernel, as Colab opens a single notebook.
 
-    VENV/bin/python tools/alone.py [--report FILE] NOTEBOOK ...
+    VENV/bin/python tools/alone.py [--report FILE] [--beside PATH ...] NOTEBOOK ...
 
 Used by ``make floor`` and ``make colab`` with their own virtual environments (where connlap_lite is the
-installed wheel, never the checkout). It prints one line per chapter (passed or failed, and its time), then the
+installed wheel, never the checkout). ``--beside benchmarks/results`` copies that folder of the checkout beside
+each notebook, standing in for what a chapter fetches from the repository on Colab (the performance appendix's
+recorded results; this machine reaches no GitHub). It prints one line per chapter (passed or failed, and its time), then the
 failures' last error, writes the table to ``--report`` (JSON) if given, and exits 1 if a chapter failed.
 """
 import argparse
@@ -19,13 +21,17 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+ROOT = Path(__file__).resolve().parents[1]
 # the last cell says where connlap_lite came from, so a run against the checkout cannot pass for the wheel's
 WHERE = "import connlap_lite; print('connlap_lite from', connlap_lite.__file__)"
 
 
-def run_alone(path: Path, timeout: int) -> dict:
-    """Run one notebook copied alone into a temporary folder; its outcome, time and where connlap_lite came from."""
+def run_alone(path: Path, timeout: int, beside=()) -> dict:
+    """Run one notebook copied alone into a temporary folder (with the folders ``beside``, at their paths relative
+    to the checkout); its outcome, time and where connlap_lite came from."""
     with tempfile.TemporaryDirectory(prefix="alone-") as tmp:
+        for folder in beside:
+            shutil.copytree(folder, Path(tmp) / folder.resolve().relative_to(ROOT))
         copy = Path(tmp) / path.name
         shutil.copy(path, copy)
         nb = nbformat.read(copy, as_version=4)
@@ -41,7 +47,7 @@ def run_alone(path: Path, timeout: int) -> dict:
             error = f"{type(e).__name__}: {e}"[:300]
         seconds = time.perf_counter() - start
     where = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", [])).strip()
-    if error is None and (not where or str(Path(__file__).resolve().parents[1]) in where):
+    if error is None and (not where or str(ROOT) in where):
         error = f"connlap_lite was not the installed wheel ({where or 'nothing printed'})"
     return {"chapter": str(path), "passed": error is None, "seconds": round(seconds, 1), "error": error,
             "where": where.removeprefix("connlap_lite from ")}
@@ -52,10 +58,15 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--report", type=Path, help="write the table here (JSON)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a cell may take (default 3600)")
+    parser.add_argument("--beside", type=Path, action="append", default=[],
+                        help="a folder of the checkout to copy beside each notebook (what Colab would fetch)")
     args = parser.parse_args(argv)
+    for folder in args.beside:
+        if not folder.is_dir() or not folder.resolve().is_relative_to(ROOT):
+            parser.error(f"--beside {folder}: not a folder of the checkout")
     rows = []
     for path in args.notebooks:
-        row = run_alone(path.resolve(), args.timeout)
+        row = run_alone(path.resolve(), args.timeout, args.beside)
         rows.append(row)
         print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  {path}", flush=True)
         if args.report:
