@@ -11,6 +11,7 @@ failures' last error, writes the table to ``--report`` (JSON) if given, and exit
 """
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -42,7 +43,7 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
             client.execute()
             error = None
         except CellExecutionError as e:
-            error = str(e).strip().splitlines()[-1][:300]
+            error = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[-1][:300]   # (no colours)
         except Exception as e:                        # (a dead kernel, a timeout)
             error = f"{type(e).__name__}: {e}"[:300]
         seconds = time.perf_counter() - start
