@@ -215,8 +215,10 @@ def _scorecard(args, ap) -> int:
 
 
 def _main(ap, argv=None) -> int:
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
     try:
+        if extra:                                  # (argparse would report them with the top level's usage)
+            raise _Usage(f"unrecognized arguments: {' '.join(extra)} (see {ap.commands[args.command].prog} --help)")
         return {"verify": _verify, "scorecard": _scorecard, "analyze": _analyze}[args.command](args, ap)
     except _Usage as exc:                          # a bad option found after parsing: that sub-command's usage
         exc.usage = exc.usage or ap.commands[args.command].format_usage()
