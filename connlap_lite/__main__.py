@@ -1,4 +1,5 @@
-"""Command line: ``python -m connlap_lite analyze MODEL [options]``, ``verify MODEL`` and ``scorecard REPORT...``.
+"""Command line: ``connlap analyze MODEL [options]``, ``verify MODEL`` and ``scorecard REPORT...`` (the console
+script ``connlap``, or ``python -m connlap_lite``; ``--version`` prints the package's version).
 
 ``analyze`` computes the same metrics as the book's empirical chapters (E1-E3) for any supported
 model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
@@ -6,7 +7,8 @@ model, prints a per-layer summary against the nulls, and optionally writes JSON 
 from its attention and head transports misses the attention module's own output (exit status 1
 when a layer misses by more than the tolerance, 1e-4 in float32).
 The options and output paths are checked before the analysis; every failure ends in one
-``error: ...`` line on stderr and a non-zero exit status (2 for bad options, 1 otherwise).
+``error: ...`` line on stderr, which names the option (``--passages``, never a Python parameter), and a
+non-zero exit status (2 for bad options, after the sub-command's own usage line; 1 otherwise).
 """
 from __future__ import annotations
 
@@ -21,18 +23,42 @@ from pathlib import Path
 SUMMARY = ["tv_norm", "spec", "cross", "rev", "sink", "head_defect", "head_defect_gain", "data_defect", "edge_defect"]
 
 
+# the Python parameters that the options set, as errors from inside the package name them
+FLAGS = {"n_passages": "--passages", "n_tokens": "--tokens", "random_init": "--random-init"}
+
+
 class _Usage(Exception):
-    """A bad option: reported as one ``error:`` line, exit status 2."""
+    """A bad option: reported as the (sub-command's) usage and one ``error:`` line, exit status 2."""
+
+    def __init__(self, message: str, usage: str | None = None):
+        super().__init__(message)
+        self.usage = usage
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):                  # argparse's own errors, as one line instead of usage + message
-        raise _Usage(f"{message} (see python -m connlap_lite analyze --help)")
+    def error(self, message):                  # argparse's own errors: this (sub-)parser's usage, then one line
+        raise _Usage(f"{message} (see {self.prog} --help)", usage=self.format_usage())
+
+
+def _flags(text: str) -> str:
+    """An error's text with the Python parameters named as the options that set them.
+
+    >>> _flags("n_tokens must be at most 64 for 'x' (its positions), got 100")
+    "--tokens must be at most 64 for 'x' (its positions), got 100"
+    """
+    return re.sub(r"\b(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], text)
+
+
+def _prog() -> str:
+    return "connlap" if Path(sys.argv[0]).name == "connlap" else "python -m connlap_lite"
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m connlap_lite", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    from . import __version__
+
+    ap = _Parser(prog=_prog(), description=__doc__.splitlines()[0])
+    ap.add_argument("--version", action="version", version=f"connlap-lite {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
     from .models import OFFLINE                 # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
@@ -57,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--tol", type=float, help="largest relative error allowed (default 1e-4 in float32)")
     c = sub.add_parser("scorecard", help="the verdicts of E1-E3 over reports written by analyze --json")
     c.add_argument("reports", type=Path, nargs="+", help="JSON reports of trained models (analyze MODEL --json FILE)")
+    ap.commands = {"analyze": a, "verify": v, "scorecard": c}
     return ap
 
 
@@ -128,16 +155,20 @@ def _check_outputs(args, ap) -> None:
 
 
 def main(argv=None) -> int:
+    ap = _parser()
     try:
-        return _main(argv)
+        return _main(ap, argv)
+    except SystemExit as exc:                                  # --help, --version
+        return exc.code if isinstance(exc.code, int) else 0
     except _Usage as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(exc.usage or ap.format_usage(), end="", file=sys.stderr)
+        print(f"error: {_flags(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:                                   # every failure: one line, never a traceback
-        text = " ".join(str(exc).split()) or type(exc).__name__
+        text = _flags(" ".join(str(exc).split())) or type(exc).__name__
         print(f"error: {text}" if isinstance(exc, (OSError, ValueError, TypeError, ModuleNotFoundError))
               else f"error: {type(exc).__name__}: {text}", file=sys.stderr)
         return 1
@@ -154,7 +185,7 @@ def _check_device(device: str) -> None:
             raise _Usage(f"--device {device}: only {torch.cuda.device_count()} CUDA devices here")
 
 
-def _verify(args) -> int:
+def _verify(args, ap) -> int:
     """``verify MODEL``: the per-layer table, and exit status 1 when a layer misses."""
     if args.passages < 1:
         raise _Usage(f"--passages must be at least 1, got {args.passages}")
@@ -193,7 +224,7 @@ def _verify(args) -> int:
     return 0
 
 
-def _scorecard(args) -> int:
+def _scorecard(args, ap) -> int:
     """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.report`."""
     from .scorecard import scorecard
 
@@ -229,13 +260,19 @@ def _scorecard(args) -> int:
     return 0
 
 
-def _main(argv=None) -> int:
-    ap = _parser()
-    args = ap.parse_args(argv)
-    if args.command == "verify":
-        return _verify(args)
-    if args.command == "scorecard":
-        return _scorecard(args)
+def _main(ap, argv=None) -> int:
+    args, extra = ap.parse_known_args(argv)
+    try:
+        if extra:                                  # (argparse would report them with the top level's usage)
+            raise _Usage(f"unrecognized arguments: {' '.join(extra)} (see {ap.commands[args.command].prog} --help)")
+        return {"verify": _verify, "scorecard": _scorecard, "analyze": _analyze}[args.command](args, ap)
+    except _Usage as exc:                          # a bad option found after parsing: that sub-command's usage
+        exc.usage = exc.usage or ap.commands[args.command].format_usage()
+        raise
+
+
+def _analyze(args, ap) -> int:
+    """``analyze MODEL``: the per-layer summary against the nulls, the known results, and the outputs."""
     if args.passages < 2:
         _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
     if args.tokens < 8:

@@ -27,8 +27,8 @@ same layer, over its distance from uniform (0: the layer's walk is the same what
 The record's shape is :mod:`connlap_lite.record`'s; ``analyze`` returns a read-only
 :class:`~connlap_lite.record.Report`.  Reading the report (curves, trends, verdicts) is :mod:`connlap_lite.report`'s job.
 Results are cached as JSON, keyed by the model name, the arguments, the metrics' ``SCHEMA``
-(bumped whenever a metric's definition changes), a digest of the corpus's text (which comes with
-the running Python) and, for a local folder, the identity of its files, so the chapters that
+(bumped whenever a metric's definition changes), a digest of the corpus's text (the package's
+corpora, :func:`connlap_lite.text.corpus_digest`) and, for a local folder, the identity of its files, so the chapters that
 share a measurement compute it once.  A cached report that cannot be read or does not have the
 expected shape is recomputed (with a warning) and overwritten; a cache that cannot be written is a
 warning, and the report is returned (the pipeline of :mod:`connlap_lite._cache`, which
@@ -316,7 +316,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     check_bos(bos)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
-                corpus_digest=corpus_digest(corpus) if texts is None else None)   # (texts differ between Pythons)
+                corpus_digest=corpus_digest(corpus) if texts is None else None)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
     identity = folder_identity(name)

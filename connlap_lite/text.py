@@ -1,19 +1,26 @@
-"""Real text, cut into token passages: three corpora of different kinds.
+"""Real text, cut into token passages: three corpora of different kinds, shipped with the package.
 
-``pydoc``      technical prose: the standard library's ``pydoc_data.topics`` (79 documentation
-               texts, about 465,000 characters), present on every CPython, Colab's included;
-``stdlib``     source code: every third Python file (in sorted order) at the top of the running
-               interpreter's standard library, so it changes a little with the Python version;
-``narrative``  literary prose: the ``literature`` quotations of Debian's ``fortunes-min`` package
-               (``make corpora``, or ``apt-get install fortunes-min``; Colab's Ubuntu has it too).
+``pydoc``      technical prose: the documentation topics of CPython 3.11.7's ``pydoc_data.topics``
+               (79 texts, about 465,000 characters);
+``stdlib``     source code: every third top-level module of CPython 3.11.7's standard library (56 files,
+               about 1.5 million characters);
+``narrative``  literary prose: Jane Austen's six completed novels (about 4 million characters).
+
+The texts live in ``connlap_lite/corpora/`` (compressed, 1.5 MB), fixed once and identified by their digest
+(:func:`corpus_digest`), so every Python, Colab's included, cuts the same passages; ``corpora.json`` there
+states each one's source, release and licence (:func:`corpus_card`), and ``tools/corpora.py`` built them.
+A passage never crosses from one text (a topic, a file, a novel) into the next.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
 import hashlib
+import json
+import lzma
 import random
 from functools import lru_cache
+from importlib import resources
 
 import torch
 
@@ -48,14 +55,11 @@ def check_texts(texts, name: str = "texts") -> list[str]:
 
 
 def default_texts() -> list[str]:
-    """The texts of ``pydoc_data.topics``, in a fixed (sorted) order."""
-    from pydoc_data.topics import topics
-
-    return [topics[k] for k in sorted(topics)]
+    """The texts of the main corpus, ``pydoc`` (:func:`corpus`)."""
+    return corpus("pydoc")
 
 
 CORPORA = ("pydoc", "stdlib", "narrative")
-FORTUNES = "/usr/share/games/fortunes/literature"
 
 
 def check_corpus(name) -> str:
@@ -68,52 +72,73 @@ def check_corpus(name) -> str:
     ...
     ValueError: corpus must be one of ('pydoc', 'stdlib', 'narrative'), got 'bible'
     """
-    if name not in CORPORA:
+    if not isinstance(name, str) or name not in CORPORA:
         raise ValueError(f"corpus must be one of {CORPORA}, got {name!r}")
     return name
 
 
-def corpus(name: str = "pydoc") -> list[str]:
-    """The texts of corpus ``name`` (one of :data:`CORPORA`), in a fixed order.
-
-    >>> texts = corpus("stdlib")
-    >>> len(texts) > 40 and all(t.strip() for t in texts)
-    True
-    """
-    import sysconfig
-    from pathlib import Path
-
-    if check_corpus(name) == "pydoc":
-        return default_texts()
-    if name == "stdlib":
-        root = Path(sysconfig.get_paths()["stdlib"])
-        files = sorted(f for f in root.glob("*.py") if f.is_file())[::3]     # every third file: about 1.5 MB
-        texts = [f.read_text(encoding="utf-8", errors="replace") for f in files]
-        return [t for t in texts if t.strip()]
-    path = Path(FORTUNES)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus 'narrative' reads {FORTUNES} from Debian's fortunes-min package, which is "
-                                "not installed: run `make corpora` (or `sudo apt-get install fortunes-min`), or "
-                                "choose corpus='pydoc' or 'stdlib'")
-    quotes = [q.strip() for q in path.read_text(encoding="utf-8", errors="replace").split("\n%\n")]
-    return [q for q in quotes if q]
+def _digest(works) -> str:
+    h = hashlib.sha256()
+    for title, text in works:
+        h.update(title.encode("utf-8") + b"\0" + text.encode("utf-8") + b"\0")
+    return h.hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)
-def corpus_digest(name: str = "pydoc") -> str:
-    """A short sha256 of corpus ``name``'s texts, for keys of cached measurements.
+def sources() -> dict:
+    """``corpora.json``: each corpus's title, kind, source, release, licence, size and digest."""
+    return json.loads(resources.files(__package__).joinpath("corpora", "corpora.json").read_text(encoding="utf-8"))
 
-    ``pydoc`` and ``stdlib`` come with the running Python and differ between its releases, so a
-    measurement cached under one Python must not be read back under another: the key carries the text.
+
+@lru_cache(maxsize=None)
+def works(name: str = "pydoc") -> tuple[tuple[str, str], ...]:
+    """Corpus ``name``'s ``(title, text)`` pairs, read from the package data and checked against its digest.
+
+    >>> [title for title, _ in works("narrative")][:2]
+    ['Emma', 'Mansfield Park']
+    """
+    path = resources.files(__package__).joinpath("corpora", f"{check_corpus(name)}.json.xz")
+    pairs = tuple((title, text) for title, text in json.loads(lzma.decompress(path.read_bytes()))["texts"])
+    expected = sources()[name]["digest"]
+    if _digest(pairs) != expected:
+        raise RuntimeError(f"corpus {name!r} ({path}) does not match its digest {expected}: the package data is "
+                           "damaged; reinstall connlap-lite (pip install --force-reinstall connlap-lite)")
+    return pairs
+
+
+def corpus(name: str = "pydoc") -> list[str]:
+    """The texts of corpus ``name`` (one of :data:`CORPORA`), in a fixed order: one per topic, file or novel.
+
+    >>> texts = corpus("stdlib")
+    >>> len(texts), all(t.strip() for t in texts)
+    (56, True)
+    """
+    return [text for _, text in works(name)]
+
+
+def corpus_digest(name: str = "pydoc") -> str:
+    """The short sha256 of corpus ``name``'s titles and texts, as ``corpora.json`` records it.
+
+    It names the passages' source on the chapters' pages and keys the cached measurements.
 
     >>> d = corpus_digest("pydoc")
     >>> len(d), d == corpus_digest("pydoc") != corpus_digest("stdlib")
     (16, True)
     """
-    h = hashlib.sha256()
-    for t in corpus(name):
-        h.update(t.encode("utf-8", "surrogatepass") + b"\0")
-    return h.hexdigest()[:16]
+    works(name)                                     # (checks the data against the digest)
+    return sources()[name]["digest"]
+
+
+def corpus_card(name: str) -> str:
+    """A short markdown description of corpus ``name``: what it is, its source, release, licence and digest.
+
+    >>> print(corpus_card("narrative").splitlines()[0])
+    **narrative** (narrative prose): Jane Austen's six completed novels, 6 texts, 4,024,595 characters.
+    """
+    s = sources()[check_corpus(name)]
+    return (f"**{name}** ({s['kind']}): {s['title']}, {s['texts']} texts, {s['characters']:,} characters.\n"
+            f"Source: {s['source']}. Release: {s['release']}. Licence: {s['licence']}. "
+            f"Digest: `{corpus_digest(name)}`.")
 
 
 def _check_tokenizer(tokenizer) -> None:
@@ -151,12 +176,14 @@ def _with_bos(tokenizer, pre: list[int], post: list[int], bos) -> tuple[list[int
 
 
 def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
-             texts: list[str] | None = None, bos: bool | None = None) -> dict:
+             texts: list[str] | None = None, corpus: str = "pydoc", bos: bool | None = None) -> dict:
     """A batch of ``n_passages`` passages of exactly ``n_tokens`` tokens each.
 
-    The texts (default :func:`default_texts`) are tokenised, joined, and cut into
-    non-overlapping windows; ``seed`` picks which windows.  The tokenizer's own
-    special tokens ([CLS]/[SEP], <bos>) are kept and counted in ``n_tokens``.
+    The texts (``texts``, or else corpus ``corpus`` of :data:`CORPORA`) are tokenised one by one and each
+    is cut into non-overlapping windows, so that a passage lies within one text (one topic, source file or
+    novel of a corpus) and never joins the end of one to the start of the next; a text shorter than one
+    window gives none. ``seed`` picks which windows. The tokenizer's own special tokens ([CLS]/[SEP], <bos>)
+    are kept and counted in ``n_tokens``.
     ``bos`` overrides the tokenizer's habit for the beginning-of-sequence token: True puts it
     first (if the tokenizer does not already), False leaves it out, None does what the tokenizer does.
     Returns ``{"input_ids": (B, n), "attention_mask": (B, n)}``.
@@ -174,16 +201,17 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
     if body < 2:
         raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2}, got {n_tokens!r}")
     check_int(seed, "seed")
-    texts = default_texts() if texts is None else check_texts(texts)
-    ids: list[int] = []
+    texts = [text for _, text in works(corpus)] if texts is None else check_texts(texts)
+    windows: list[list[int]] = []                   # (every window of every text, in order)
     for t in texts:
-        ids += tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
-    windows = len(ids) // body
-    if windows < n_passages:
-        raise ValueError(f"the texts give only {windows} passages of {n_tokens} tokens, asked for {n_passages}; "
-                         "pass more text or ask for fewer or shorter passages")
-    starts = sorted(random.Random(seed).sample(range(windows), n_passages))
-    rows = [pre + ids[s * body:(s + 1) * body] + post for s in starts]
+        ids = tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
+        windows += [ids[k:k + body] for k in range(0, len(ids) - body + 1, body)]
+    if len(windows) < n_passages:
+        raise ValueError(f"the texts give only {len(windows)} passages of {n_tokens} tokens (a passage lies within "
+                         f"one text), asked for {n_passages}; pass more or longer texts or ask for fewer or shorter "
+                         "passages")
+    starts = sorted(random.Random(seed).sample(range(len(windows)), n_passages))
+    rows = [pre + windows[s] + post for s in starts]
     input_ids = torch.tensor(rows, dtype=torch.long)
     return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
 

@@ -643,7 +643,7 @@ CLI = [
     ("json onto a file that is no report", _cli("m", "--json", __file__),
      "exists and is not a report written by analyze --json: it is not overwritten; give a new path"),
     ("no command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main([]),
-     "the following arguments are required: command"),
+     "the following arguments are required: COMMAND"),
     ("bad command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main(["measure"]),
      "invalid choice: 'measure'"),
 ]
@@ -719,7 +719,12 @@ def test_cli(fn, pattern, capsys):
     assert fn() == 2
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and pattern in lines[0], err
+    # the usage of the sub-command (of the whole command when none was named), then one error line
+    usage, error = lines[:-1], lines[-1]
+    assert error.startswith("error: ") and pattern in error, err
+    assert usage[0].startswith("usage: python -m connlap_lite ") and all(l.startswith(" ") for l in usage[1:]), err
+    command = "" if "COMMAND" in pattern or "invalid choice" in pattern else "analyze "
+    assert usage[0].startswith(f"usage: python -m connlap_lite {command}[-h]"), err
 
 
 def test_the_table_is_large_enough():

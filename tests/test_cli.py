@@ -96,6 +96,67 @@ def test_bad_options_give_one_error_line(tmp_path, args, message):
     assert r.returncode == 2 and message in one_error_line(r)
 
 
+@pytest.mark.parametrize("command, args, message", [
+    ("analyze", ["--passages", "two"], "argument --passages: invalid int value"),
+    ("verify", ["--tol", "small"], "argument --tol: invalid float value"),
+    ("verify", ["--passages", "0"], "--passages must be at least 1"),
+    ("analyze", ["--tokens", "4"], "--tokens must be at least 8"),
+])
+def test_a_bad_argument_shows_its_own_sub_commands_usage(command, args, message, capsys):
+    from connlap_lite.__main__ import main
+
+    assert main([command, "smollm2-135m", *args]) == 2
+    err = capsys.readouterr().err
+    usage = [line for line in err.splitlines() if line.startswith("usage: ")]
+    assert usage == [f"usage: python -m connlap_lite {command} [-h]" + usage[0].split("[-h]", 1)[1]], err
+    assert message in in_process_error_line(types.SimpleNamespace(err=err))
+    assert ("--tol" in err) == (command == "verify") and ("--corpus" in err) == (command == "analyze"), \
+        "the usage is the sub-command's, not the top level's"
+
+
+def test_an_unknown_command_shows_the_top_level_usage(capsys):
+    from connlap_lite.__main__ import main
+
+    assert main(["analyse", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m connlap_lite [-h] [--version] COMMAND")
+    assert "argument COMMAND: invalid choice: 'analyse'" in in_process_error_line(types.SimpleNamespace(err=err))
+
+
+def test_version_and_the_console_script(tmp_path, capsys):
+    import tomllib
+
+    import connlap_lite
+    from connlap_lite.__main__ import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"connlap-lite {connlap_lite.__version__}\n"
+    r, _ = cli("--version", cache=tmp_path / "cache")
+    assert r.returncode == 0 and r.stdout.strip() == f"connlap-lite {connlap_lite.__version__}"
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"connlap": "connlap_lite.__main__:main"}
+    # the script's name in its usage (sys.argv[0] as the console script sets it)
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.argv[0] = '/usr/bin/connlap'; "
+                        "from connlap_lite.__main__ import main; sys.exit(main(['verify']))"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("usage: connlap verify [-h]"), r.stderr
+
+
+def test_python_names_become_option_names():
+    from connlap_lite.__main__ import FLAGS, _flags
+
+    assert _flags("n_passages must be a positive int, got 0; random_init needs n_tokens") == \
+        "--passages must be a positive int, got 0; --random-init needs --tokens"
+    assert _flags("an n_passages_x stays") == "an n_passages_x stays"
+    assert set(FLAGS.values()) <= set(main_options())
+
+
+def main_options() -> set[str]:
+    from connlap_lite.__main__ import _parser
+
+    return {o for p in _parser().commands.values() for a in p._actions for o in a.option_strings}
+
+
 def test_texts_that_are_not_utf8(tmp_path):
     bad = tmp_path / "t.txt"
     bad.write_bytes(b"\xff\xfe\x00bad")
@@ -106,7 +167,8 @@ def test_texts_that_are_not_utf8(tmp_path):
 def test_errors_inside_the_analysis_are_one_line(tiny_folder, tmp_path):
     r, _ = cli("analyze", tiny_folder, "--passages", 2, "--tokens", 100, cache=tmp_path / "cache")
     assert r.returncode == 1
-    assert "n_tokens must be at most 64" in one_error_line(r)
+    line = one_error_line(r)
+    assert "--tokens must be at most 64" in line and "n_tokens" not in line, "the option, not the Python name"
 
 
 def test_no_cache_overwrites_a_damaged_report(tiny_folder, tmp_path):

@@ -1,5 +1,6 @@
-"""pyproject.toml is the one declaration of the dependencies: the Makefile installs from it, the model table and
-the Colab cells agree with its pins, and constraints.txt pins this machine's torch without narrowing pyproject's."""
+"""requirements.txt (the runtime list, which pyproject.toml reads) and pyproject.toml (the extras) are the one
+declaration of the dependencies: the Makefile installs from them, make floor tests their floors, the model table
+and the Colab cells agree with their pins, and constraints.txt pins this machine's torch without narrowing them."""
 import re
 import subprocess
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import connlap_lite
 from connlap_lite.models import OFFLINE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -17,6 +19,12 @@ import deps  # noqa: E402
 META = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = META["project"]["optional-dependencies"]
 MAKEFILE = (ROOT / "Makefile").read_text()
+# Colab's runtime (late 2026, as issue 23 records it), which the declared range must accept as it is
+COLAB = {"torch": "2.11.0", "numpy": "2.1.3", "transformers": "5.15.0"}
+
+
+def release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.match(r"\d+(\.\d+)*", version).group(0).split("."))
 
 
 def expand(pin: str) -> list[str]:
@@ -28,10 +36,72 @@ def expand(pin: str) -> list[str]:
     return [f"{head}{k}{version}" for k in range(int(first), int(last) + 1)]
 
 
-def test_no_second_list_of_requirements():
+def test_requirements_txt_is_the_one_runtime_list_and_pyproject_reads_it():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    assert not [f for f in tracked if re.fullmatch(r"requirements.*\.txt", Path(f).name)], \
-        "pyproject.toml declares the dependencies; a requirements file would be a second list"
+    lists = [f for f in tracked if re.fullmatch(r"requirements.*\.txt", Path(f).name)]
+    assert lists == ["requirements.txt"], f"{lists}: one list of the runtime dependencies, at the top level"
+    assert "dependencies" not in META["project"] and "dependencies" in META["project"]["dynamic"], \
+        "pyproject must not hold a second list: its dependencies are dynamic"
+    assert META["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    reqs = deps.runtime()
+    assert [r.split(">=")[0] for r in reqs] == ["numpy", "scipy", "torch", "matplotlib", "tqdm"]
+    lines = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    assert lines == reqs, "setuptools reads whole lines: no trailing comments, no pip options"
+
+
+def test_pip_reads_requirements_txt():
+    """`pip install -r requirements.txt` as a reader types it: pip parses every line, and this environment
+    (every requirement already met) installs nothing and needs no index."""
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "-r",
+                        ROOT / "requirements.txt"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert all(f"Requirement already satisfied: {req} in" in r.stdout for req in deps.runtime()), r.stdout[-2000:]
+    assert "Would install" not in r.stdout
+
+
+def test_the_floors_are_exact_pins_that_colab_already_meets():
+    floor = dict(r.split("==") for r in deps.floor())
+    assert set(floor) == {"numpy", "scipy", "torch", "matplotlib", "tqdm", "transformers", "gguf", "accelerate"}
+    assert floor["transformers"] == "5.4.0", "4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head"
+    assert floor["torch"] == "2.4", "transformers 5.4 disables an older torch"
+    assert release(floor["numpy"]) >= (1, 26, 4), "numpy 1.24 does not install on Python 3.12"
+    for name, colab in COLAB.items():
+        assert release(floor[name]) <= release(colab), f"{name}>={floor[name]} would upgrade Colab's {colab}"
+    assert ".".join(map(str, connlap_lite.TRANSFORMERS_FLOOR)) == floor["transformers"], \
+        "connlap_lite's import check and the models extra name the same floor"
+    assert META["project"]["requires-python"] == ">=3.11"
+    assert [c.rsplit(" ", 1)[1] for c in META["project"]["classifiers"] if "Python :: 3." in c] == \
+        ["3.11", "3.12", "3.13"]
+    with pytest.raises(ValueError, match="group must be one of"):
+        deps.no_deps("floor")
+    out = subprocess.run([sys.executable, ROOT / "tools" / "deps.py", "floor"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == deps.floor()
+
+
+@pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.0.0", True), ("5.3.0", True),
+                                            ("5.4.0rc1", False), ("5.4.0", False), ("5.24.0", False)])
+def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, found, refused):
+    monkeypatch.setattr(connlap_lite._metadata, "version", lambda name: found)
+    if not refused:
+        connlap_lite._check_transformers()
+        return
+    with pytest.raises(ImportError) as e:
+        connlap_lite._check_transformers()
+    assert str(e.value) == (f"connlap_lite needs transformers>=5.4.0, found {found}: run `%pip install -U "
+                            "transformers` (pip install -U transformers outside a notebook), then restart the runtime")
+
+
+def test_make_floor_and_make_colab_install_what_they_say():
+    floor = MAKEFILE[MAKEFILE.index("\nfloor: "):MAKEFILE.index("\nCOLAB_PYTHON")]
+    assert "tools/deps.py floor" in floor and "-c $(FLOOR)/floor.txt" in floor and "FLOOR_PYTHON ?= python3.11" in MAKEFILE
+    assert "book/theory/*.ipynb book/models/reading.ipynb" in floor and "--doctest-modules connlap_lite tests" in floor
+    colab = MAKEFILE[MAKEFILE.index("\ncolab: "):MAKEFILE.index("\n# The stages in pairs")]
+    runtime = re.search(r"COLAB_RUNTIME := (.*?)\n(?!\t)", MAKEFILE, re.S).group(1).split()
+    for pin in ("torch==2.11.*", "transformers==5.15.*", "numpy==2.1.3", "ipywidgets==7.7.1", "ipykernel==6.17.*"):
+        assert pin in runtime, f"make colab must install Colab's {pin}"
+    assert "COLAB_PYTHON ?= python3.13" in MAKEFILE and "pip==24.1" in colab
+    assert "CONNLAP_LITE_SOURCE=" in colab and "tools/alone.py" in colab and "book/*/*.ipynb" in colab
 
 
 def test_the_model_table_and_pyproject_pin_the_same_packages():
@@ -62,14 +132,13 @@ def test_the_no_deps_lists_are_exact_pins_and_in_no_extra():
 def test_constraints_pin_torch_and_pyproject_leaves_it_a_range():
     pins = [l.split("#")[0].strip() for l in (ROOT / "constraints.txt").read_text().splitlines()]
     assert "torch==2.13.0" in pins
-    torch = next(r for r in META["project"]["dependencies"] if re.match(r"torch\b", r))
+    torch = next(r for r in deps.runtime() if re.match(r"torch\b", r))
     assert re.fullmatch(r"torch>=[\d.]+", torch), f"{torch}: Colab must keep its own torch (no upper bound, no pin)"
 
 
 def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes():
     stamp = re.search(r"^\$\(STAMP\): (.*)$", MAKEFILE, re.M).group(1).split()
-    assert {"pyproject.toml", "constraints.txt", "tools/deps.py"} <= set(stamp)
-    assert not re.search(r"requirements[\w-]*\.txt", MAKEFILE)
+    assert {"requirements.txt", "pyproject.toml", "constraints.txt", "tools/deps.py"} <= set(stamp)
     extras = re.search(r"-c constraints\.txt -e '\.\[([\w,-]+)\]'", MAKEFILE).group(1).split(",")
     assert set(extras) <= set(EXTRAS) and {"book", "test"} <= set(extras)
     assert "tools/deps.py models" in MAKEFILE and "tools/deps.py full" in MAKEFILE

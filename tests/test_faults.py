@@ -310,18 +310,16 @@ def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_
 
 
 def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
-    """pydoc's topics and the standard library differ between Python releases: a report measured on one
-    Python's text is never read back under another's (they were, and a chapter's by-hand check then failed)."""
+    """The key carries the corpus's digest: a report measured on one text is never read back for another (the
+    corpora once came with the running Python, and a chapter's by-hand check then failed under another)."""
     from connlap_lite import analysis, text
-    digest = functools.lru_cache(None)(text.corpus_digest.__wrapped__)       # (the real one's cache untouched)
-    monkeypatch.setattr(analysis, "corpus_digest", digest)
     reports = []
     for words in ("a walk on tokens. ", "another text of other words. "):
-        monkeypatch.setattr(text, "corpus", lambda name="pydoc", w=words: [w * 40])
-        monkeypatch.setattr(analysis, "corpus_texts", text.corpus)
-        digest.cache_clear()
+        texts = [words * 40]
+        monkeypatch.setattr(analysis, "corpus_texts", lambda name="pydoc", t=texts: t)
+        monkeypatch.setattr(analysis, "corpus_digest", lambda name="pydoc", t=texts: text._digest([("text", t[0])]))
         reports.append(_analyze(tiny_folder, n_passages=2, n_tokens=12, random_seeds=(0,), shuffle=False))
-        assert reports[-1]["corpus_digest"] == digest("pydoc")
+        assert reports[-1]["corpus_digest"] == text._digest([("text", texts[0])])
     assert len(list((cache / "measurements").glob("*.json"))) == 2
     assert reports[0]["corpus_digest"] != reports[1]["corpus_digest"]
     assert reports[0]["conditions"]["trained"]["uniform_dist"] != reports[1]["conditions"]["trained"]["uniform_dist"]

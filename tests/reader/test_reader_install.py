@@ -33,9 +33,9 @@ def run(cmd, **kw):
 
 
 def package_sources(root: Path) -> set[str]:
-    """Every file of the package as a wheel must hold it: each module and ``py.typed``."""
+    """Every file of the package as a wheel must hold it: each module, ``py.typed`` and the corpora's data."""
     return {p.relative_to(root).as_posix() for p in (root / "connlap_lite").rglob("*")
-            if p.is_file() and (p.suffix == ".py" or p.name == "py.typed") and "__pycache__" not in p.parts}
+            if p.is_file() and "__pycache__" not in p.parts}
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +75,18 @@ def reader_env(wheel: Path) -> dict:
 
 def test_sdist_and_wheel_carry_every_module_and_py_typed(dist):
     expected = package_sources(dist["src"])
-    assert {"connlap_lite/py.typed", "connlap_lite/adapters/__init__.py"} <= expected
+    assert {"connlap_lite/py.typed", "connlap_lite/adapters/__init__.py", "connlap_lite/corpora/corpora.json",
+            "connlap_lite/corpora/narrative.json.xz"} <= expected
     with zipfile.ZipFile(dist["wheel"]) as whl:
         in_wheel = set(whl.namelist())
+        metadata = next(whl.read(n).decode() for n in in_wheel if n.endswith(".dist-info/METADATA"))
+        scripts = next(whl.read(n).decode() for n in in_wheel if n.endswith(".dist-info/entry_points.txt"))
     assert not expected - in_wheel, f"the wheel lacks {sorted(expected - in_wheel)}"
+    # the runtime dependencies it declares are requirements.txt's lines, through pyproject's dynamic dependencies
+    declared = [l.split(": ", 1)[1] for l in metadata.splitlines() if l.startswith("Requires-Dist: ") and "extra ==" not in l]
+    wanted = [l for l in (dist["src"] / "requirements.txt").read_text().splitlines() if l and not l.startswith("#")]
+    assert declared == wanted, f"the wheel declares {declared}, requirements.txt says {wanted}"
+    assert "Requires-Python: >=3.11" in metadata and "connlap = connlap_lite.__main__:main" in scripts
     with tarfile.open(dist["sdist"]) as sd:
         in_sdist = {"/".join(n.split("/")[1:]) for n in sd.getnames()}
     assert not (expected | {"pyproject.toml", "README.md", "LICENSE"}) - in_sdist, \
@@ -126,4 +134,5 @@ def test_every_module_imports_from_the_installed_wheel(dist, venv, tmp_path):
             "print(connlap_lite.__file__, len(names))")
     where, count = run([venv, "-c", code], env=env, cwd=tmp_path).split()
     assert not Path(where).resolve().is_relative_to(ROOT), where
-    assert int(count) == len(package_sources(dist["src"])) - 2, "every module imported (less the root and py.typed)"
+    modules = {p for p in package_sources(dist["src"]) if p.endswith(".py")}
+    assert int(count) == len(modules) - 1, "every module imported (less the root)"
