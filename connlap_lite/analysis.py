@@ -240,7 +240,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.4"   # .4: detected sinks, one yardstick for the inner nulls, input dependence
+SCHEMA = "2026-12-01.5"   # .4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:

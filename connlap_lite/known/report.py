@@ -27,7 +27,7 @@ from .statements import verdicts
 from .stream import norm_weighted_walk, residual_stream, transported
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.1"
+SCHEMA = "2026-12-01.2"   # .2: passages within one text (the packaged corpora)
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
 
 
