@@ -84,8 +84,9 @@ def spearman(x, y) -> tuple[float, float]:
 
     Up to 8 points the p-value is exact, from all ``n!`` orderings of ``y`` (scipy's
     large-sample approximation is anti-conservative there); beyond, scipy's t approximation.
-    An undefined rho (fewer than two points, a constant ``x`` or ``y``, a NaN in either) gives
-    ``(nan, nan)``: undefined is never significant.
+    An undefined rho (a constant ``x`` or ``y``, a NaN in either) gives ``(nan, nan)``: undefined is never
+    significant.  So do fewer than three points, with one :class:`~connlap_lite._backend.UndefinedWarning`: two
+    points have rho = +-1 whatever they are, so a trend over two layers says nothing.
 
     >>> rho, p = spearman(range(5), [1, 2, 3, 4, 5])
     >>> round(rho, 6), round(p, 4)           # 2 of the 120 orderings are as extreme: p = 1/60
@@ -101,7 +102,11 @@ def spearman(x, y) -> tuple[float, float]:
     if len(x) != len(y):
         raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
     nan = float("nan")
-    if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()) or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if len(x) < 3:
+        undefined(torch.tensor([nan]), "Spearman's rho", "it has fewer than three points (two give +-1 whatever "
+                  "they are)")
+        return nan, nan
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or np.ptp(x) == 0 or np.ptp(y) == 0:
         return nan, nan
     result = spearmanr(x, y)
     rho = float(result.statistic)
