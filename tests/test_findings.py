@@ -160,6 +160,15 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
         in says["scorecard_ablations"]
     assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
+    # every dated rule change, rule 1 -> 2 and rule 2 -> 3, with its old and new verdicts
+    changes = says["scorecard_rule_changes"]
+    for c in ("E1", "E2", "E3"):
+        assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes
+    assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
+    rule3 = changes.split("**E1, rule 2 -> rule 3")[1].split("\n- ")[0]
+    assert all(f"{x['model']}: " in rule3 and f"-> {x['verdict']}" in rule3
+               for r in rows if r["claim"] == "E1" for x in r["per_model"])
+    assert "Condition (a), depth-specific" in says["scorecard_says"]
 
 
 def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
