@@ -114,7 +114,7 @@ def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
     assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_summary"]
     dec = F1.decoder_finding(reports, rows)          # the decoders' sentence, with the rows' numbers
     assert dec in says["e1_summary"] and "below every such null at every step in 1 of 2 decoders (dec-a)" in dec
-    assert f"{reg['dec-a']['late_margin']:.2f}" in dec
+    assert f"{reg['dec-a']['late_margin']:.3f}" in dec and f"{reg['dec-b']['early_margin']:.3f}" in dec
     assert "falls with depth" not in says["e1_summary"] + says["e1_main_take"]
 
 

@@ -156,13 +156,16 @@ def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
     x = [reg[m] for m in dec]
     grows = [m for m in dec if reg[m]["late_margin"] > reg[m]["early_margin"]]
     share = shares(x)
+    below = [m for m in dec if reg[m].get("below_nulls")]
     text = (f" On the decoders ({names(dec)}), the sink-free distance between consecutive layers over the last "
             f"third of the layers is {span([r['late_trained'] for r in x])}, against "
             f"{span([r['late_nulls'][passage_null(r)] for r in x])} for the strongest null made from the model "
-            f"itself; that margin is {span([r['early_margin'] for r in x])} over the first third of the layers "
-            f"and {span([r['late_margin'] for r in x])} over the last, larger late in {who(grows, dec, 'decoder')} "
-            f"and significantly so in {who([m for m in dec if reg[m].get('deepens')], dec, 'decoder')}; "
-            f"consecutive layers are below every such null at every step in {who(share, dec, 'decoder')}.")
+            f"itself, and it lies below every null, the random-init seeds included, in {who(below, dec, 'decoder')}; "
+            f"the margin below that null is {span([r['early_margin'] for r in x], '{:.3f}')} over the first third of "
+            f"the layers and {span([r['late_margin'] for r in x], '{:.3f}')} over the last, larger late in "
+            f"{who(grows, dec, 'decoder')} and significantly so in "
+            f"{who([m for m in dec if reg[m].get('deepens')], dec, 'decoder')}; consecutive layers are below every "
+            f"such null at every step in {who(share, dec, 'decoder')}.")
     if share and not any(reg[m].get("deepens") for m in dec):
         text += (" What the decoders show is layer-to-layer similarity specific to the input, not a similarity "
                  "that grows with depth.")
