@@ -11,7 +11,7 @@ from connlap_lite.findings import e1 as F1
 from connlap_lite.findings import e2 as F2
 from connlap_lite.findings import scorecard as FS
 
-L, B, H = 7, 6, 3
+L, B, H = 7, 8, 3
 WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink")
 STEP = ("tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink")
 
@@ -101,8 +101,33 @@ def test_e1_sentences_follow_the_data(e1_book):
 
 
 def test_e1_label_names_the_condition_met():
-    assert F1.label({"verdict": "partly", "falls": True, "below_nulls": False}) == "partly (trend)"
+    assert F1.label({"verdict": "partly", "falls": True, "below_nulls": False}) == "partly (trend)"   # rules 1-2
+    assert F1.label({"verdict": "partly", "falls": True, "below_nulls": False, "rule": 3}) == "partly (depth)"
     assert F1.label({"verdict": "insufficient data", "falls": None}) == "insufficient data"   # new words pass
+
+
+def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
+    reports, rows, grid, says = e1_book
+    reg = F1.registered(rows)
+    assert reg["dec-a"]["deepens"] and reg["dec-a"]["shares_structure"] and not reg["dec-b"]["shares_structure"]
+    assert "larger in the last third of the layers than in the first third" in says["e1_summary"]
+    assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_summary"]
+    dec = F1.decoder_finding(reports, rows)          # the decoders' sentence, with the rows' numbers
+    assert dec in says["e1_summary"] and "below every such null at every step in 1 of 2 decoders (dec-a)" in dec
+    assert f"{reg['dec-a']['late_margin']:.3f}" in dec and f"{reg['dec-b']['early_margin']:.3f}" in dec
+    assert "falls with depth" not in says["e1_summary"] + says["e1_main_take"]
+
+
+def test_e1_long_context_with_three_passages_is_insufficient_data(e1_book):
+    reports, rows, *_ = e1_book
+    long = fake("dec-a", seed=5)
+    long["tokens"], long["passages"] = 600, 3
+    row = R.e1(long, n_boot=200)
+    assert row["verdict"] == "insufficient data"
+    types = ["sliding_attention", "sliding_attention", "full_attention"] * 2 + ["full_attention"]
+    text = F1.long_context(reports[1], long, types, F1.registered(rows)["dec-a"], row, full=False)
+    assert "*insufficient data*" in text and "3 passages (the rule needs 8)" in text
+    assert "gives no verdict" in text
 
 
 def test_e1_long_context_needs_both_kinds_of_layer(e1_book):
@@ -135,6 +160,15 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
         in says["scorecard_ablations"]
     assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
+    # every dated rule change, rule 1 -> 2 and rule 2 -> 3, with its old and new verdicts
+    changes = says["scorecard_rule_changes"]
+    for c in ("E1", "E2", "E3"):
+        assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes
+    assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
+    rule3 = changes.split("**E1, rule 2 -> rule 3")[1].split("\n- ")[0]
+    assert all(f"{x['model']}: " in rule3 and f"-> {x['verdict']}" in rule3
+               for r in rows if r["claim"] == "E1" for x in r["per_model"])
+    assert "Condition (a), depth-specific" in says["scorecard_says"]
 
 
 def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import report as R
 from ..prose import names, span, who
-from ..rules_history import e1_rule1
+from ..rules_history import e1_rule1, e1_table_rule2
 from ..scorecard import verdict_box
 
 GRAPH = ("tv", "tv_norm", "spec", "cross", "rev")
@@ -28,18 +28,43 @@ KEYS = ("e1_summary", "e1_main_take", "e1_verdict", "e1_sizes", "e1_sinks_take",
 
 
 # ----------------------------------------------------------------------- reading (report's rules only)
-def label(row: dict) -> str:
-    """The row's verdict, with the condition met when exactly one is: ``'partly (trend)'``, ``'partly (level)'``.
+DECIDED = ("holds", "partly", "does not hold")     # the verdicts that read the conditions' flags
 
-    >>> label({"verdict": "partly", "falls": False, "below_nulls": True})
+
+def label(row: dict) -> str:
+    """The row's verdict, with the condition met when exactly one is. Under rule 3 (a row with ``rule`` 3) the
+    first condition is depth-specific: ``'partly (depth)'``; under the earlier rules it was a trend:
+    ``'partly (trend)'``; the second is ``'partly (level)'`` under every rule.
+
+    >>> label({"verdict": "partly", "falls": False, "below_nulls": True, "rule": 3})
     'partly (level)'
-    >>> label({"verdict": "holds", "falls": True, "below_nulls": True})
-    'holds'
+    >>> label({"verdict": "partly", "falls": True, "below_nulls": False, "rule": 3})
+    'partly (depth)'
+    >>> label({"verdict": "insufficient data", "falls": True, "below_nulls": True, "rule": 3})
+    'insufficient data'
     """
     below = row.get("below_nulls", row.get("below_null"))
     if row["verdict"] != "partly" or row.get("falls") == below:
         return row["verdict"]
-    return row["verdict"] + (" (trend)" if row.get("falls") else " (level)")
+    first = " (depth)" if row.get("rule", 0) >= 3 else " (trend)"
+    return row["verdict"] + (first if row.get("falls") else " (level)")
+
+
+def decided(row: dict) -> bool:
+    """Whether the rule gave ``row`` a verdict that reads its conditions (not insufficient data, not undefined)."""
+    return row["verdict"] in DECIDED
+
+
+def passage_null(row: dict) -> str:
+    """The row's strongest passage-level null over the last third (shuffled, cross-passage, positional)."""
+    names_ = [n for n in row["late_nulls"] if not n.startswith("random")]
+    return min(names_, key=lambda n: row["late_nulls"][n])
+
+
+def shares(rows) -> list[str]:
+    """The models whose row finds consecutive layers below every passage-level null at every step
+    (``shares_structure``, Holm-corrected across the table)."""
+    return [x["model"] for x in rows if x.get("shares_structure")]
 
 
 def _late(rep, metric, cond="trained") -> float:
@@ -91,29 +116,60 @@ def near_uniform(reports: list[dict]) -> list[str]:
 
 # ----------------------------------------------------------------------- the paragraphs
 def summary(reports: list[dict], rows: list[dict]) -> str:
-    """The chapter's opening, in plain words: what the deep layers do against the strongest null, the
-    input-specific structure of neighbouring layers, and the registered verdict per structure."""
+    """The chapter's opening, in plain words: rule 3's two conditions on each model, the separate finding that
+    consecutive layers share input-specific structure at every depth, what E1 finds on the decoders with its
+    numbers, and the registered verdict per structure."""
     reg = registered(rows)
     models = _models(reports)
-    below = [m for m in models if reg[m].get("below_nulls")]
-    falls = [m for m in models if reg[m].get("falls")]
-    inner = [m for m in models if all(k in reg[m]["late_nulls"] for k in R.INNER_NULLS)]
-    every_depth = [r["model"] for r in reports if r["model"] in inner and all(
-        (R.layer_means(r, R.E1_METRIC) < R.layer_means(r, key)).all() for key in R.INNER_NULLS.values())]
+    ok = [m for m in models if decided(reg[m])]
+    short = [m for m in models if not decided(reg[m])]
+    below = [m for m in ok if reg[m].get("below_nulls")]
+    deepens = [m for m in ok if reg[m].get("deepens")]
+    share = shares(reg[m] for m in ok)
     verdicts = "; ".join(f"*{r['verdict']}* for the {r['structure']}{'s' if len(r['models']) > 1 else ''}"
                          for r in rows if r["claim"] == "E1")
     n_dec = len(_decoders(reports))
     n_enc = len(models) - n_dec
     text = (f"Measured on {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
-            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention, with the attention sinks set aside, is "
-            f"closer to the next layer's than any null makes it in {who(below, models)}; it grows closer with "
-            f"depth faster than in a randomly initialised copy in {who(falls, models)}.")
-    if inner:
-        text += (f" At every depth, consecutive layers of one passage are more alike than a layer and the next "
-                 f"layer of another passage, or a positions-only average, in {who(every_depth, inner)}"
-                 + (": there neighbouring layers share structure specific to their input, which is not the same "
-                    "as settling into one operator." if every_depth else "."))
+            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention (the last third of the layers, attention "
+            f"sinks set aside) is closer to the next layer's than any null makes it in {who(below, ok)}; the margin by which it beats the strongest null made from the trained model itself "
+            f"is larger in the last third of the layers than in the first third, the depth-specific part of the "
+            f"claim, in {who(deepens, ok)}. Separately, consecutive layers of one passage are closer than every "
+            f"null made from other passages or shuffled text at every depth in {who(share, ok)}"
+            + (": there neighbouring layers share structure specific to their input, which is not the same as "
+               "settling into one operator." if share else "."))
+    if short:
+        text += (f" The rule gives no verdict on {names(short)} ("
+                 + "; ".join(f"{m}: *{reg[m]['verdict']}*" for m in short) + ").")
+    text += decoder_finding(reports, rows)
     return text + f" The rule registered before the measurements gives: {verdicts}."
+
+
+def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
+    """What E1 finds on the decoders, in plain words with its numbers ('' without decoders): the late level
+    against the strongest passage-level null, the early and late margins, and the structure shared at every
+    depth."""
+    reg = registered(rows)
+    dec = [m for m in _decoders(reports) if decided(reg[m])]
+    if not dec:
+        return ""
+    x = [reg[m] for m in dec]
+    grows = [m for m in dec if reg[m]["late_margin"] > reg[m]["early_margin"]]
+    share = shares(x)
+    below = [m for m in dec if reg[m].get("below_nulls")]
+    text = (f" On the decoders ({names(dec)}), the sink-free distance between consecutive layers over the last "
+            f"third of the layers is {span([r['late_trained'] for r in x])}, against "
+            f"{span([r['late_nulls'][passage_null(r)] for r in x])} for the strongest null made from the model "
+            f"itself, and it lies below every null, the random-init seeds included, in {who(below, dec, 'decoder')}; "
+            f"the margin below that null is {span([r['early_margin'] for r in x], '{:.3f}')} over the first third of "
+            f"the layers and {span([r['late_margin'] for r in x], '{:.3f}')} over the last, larger late in "
+            f"{who(grows, dec, 'decoder')} and significantly so in "
+            f"{who([m for m in dec if reg[m].get('deepens')], dec, 'decoder')}; consecutive layers are below every "
+            f"such null at every step in {who(share, dec, 'decoder')}.")
+    if share and not any(reg[m].get("deepens") for m in dec):
+        text += (" What the decoders show is layer-to-layer similarity specific to the input, not a similarity "
+                 "that grows with depth.")
+    return text
 
 
 def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
@@ -137,10 +193,11 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
                  < R.layer_means(rep[m], "tv").min()]
     return {
-        "e1_main_take": (f"Deep layers closer to their neighbours than the strongest null: "
-                         f"{who([m for m in models if reg[m].get('below_nulls')], models)}; a fall with depth "
-                         f"steeper than every random-init seed's: "
-                         f"{who([m for m in models if reg[m].get('falls')], models)}."),
+        "e1_main_take": (f"The last third below every null: "
+                         f"{who([m for m in models if decided(reg[m]) and reg[m].get('below_nulls')], models)}; "
+                         f"a margin below the strongest null from the model itself larger over the last third "
+                         f"than over the first: "
+                         f"{who([m for m in models if decided(reg[m]) and reg[m].get('deepens')], models)}."),
         "e1_sizes": sizes(r["parameters"] for r in reports),
         "e1_sinks_take": (f"The late sink mass exceeds three times any random-init seed's in "
                           f"{who(made, models)}."),
@@ -257,7 +314,7 @@ def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:
     models, reg = _models(reports), registered(rows)
     inner = [m for m in models if all(k in reg[m]["late_nulls"] for k in R.INNER_NULLS)]
     within = {m: reg[m]["late_trained"] for m in models}
-    seeds_late = [min(reg[m]["late_nulls"][c] for c in reg[m]["null_rho"]) for m in models]
+    seeds_late = [min(v for n, v in reg[m]["late_nulls"].items() if n.startswith("random")) for m in models]
     profile = {r["model"]: separation_profile(r) for r in reports}
     rising = [m for m in models if len(profile[m]) > 1 and all(b > a for a, b in zip(profile[m], profile[m][1:]))]
     text = f"Over the last third of the layers, the trained `tv_norm_nosink` is {span(within.values())}"
@@ -271,6 +328,11 @@ def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:
                  f"in {who([m for m in inner if within[m] < cross[m]], inner)}, and closer than the positional "
                  f"operator in {who([m for m in inner if within[m] < posit[m]], inner)}: where they are, "
                  "consecutive layers share structure that is specific to their input.")
+        share = shares(reg[m] for m in inner if decided(reg[m]))
+        text += (f" Tested at every step rather than on the last third (below every null made from other passages "
+                 f"or shuffled text, paired passage bootstrap, Holm across the models), they do so at every depth in "
+                 f"{who(share, inner)} (largest per-step $p$ after Holm: "
+                 + "; ".join(f"{m} {reg[m]['p_share_holm']:.3g}" for m in inner) + ").")
     text += (" The strongest null (the lowest late value) is "
              + "; ".join(f"{m}: {reg[m]['strongest_null']}" for m in models) + ". "
              f"The deep part of the separation profile rises at every step of $k$ in {who(rising, models)} "
@@ -353,8 +415,19 @@ def rule1_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
     return {(r["model"], k): label(e1_rule1(r, k)) for r in reports for k in METRICS}
 
 
+def rule2_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
+    """Rule 2's verdicts (registered 2026-11-30, replaced 2026-12-01) on the ten metrics, one Holm family per
+    structure as it was registered: ``{(model, metric): label}``."""
+    out = {}
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if group:
+            out.update({(row["model"], row["metric"]): label(row) for row in e1_table_rule2(group, list(METRICS))})
+    return out
+
+
 def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
-    """Where the rule holds, partly holds and does not, on the ten metrics, and against the first rule
+    """Where the rule holds, partly holds and does not, on the ten metrics, and against rules 2 and 1
     (``e1_says``)."""
     models, decoders = _models(reports), _decoders(reports)
     now = {key: label(row) for key, row in grid.items()}
@@ -373,21 +446,27 @@ def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
              + f" The registered metric `tv_norm_nosink` sits over the last third of the layers at "
              f"{span([x['late_trained'] for x in reg.values()])}, against "
              f"{span([x['late_nulls'][x['strongest_null']] for x in reg.values()])} for each model's strongest null.")
-    never_word = {row["verdict"] for row in grid.values() if not row.get("falls")
-                  and not row.get("below_nulls", row.get("below_null"))}
-    fail = [key for key, row in grid.items() if row["verdict"] in never_word]
+    fail = [key for key, row in grid.items() if row["verdict"] == "does not hold"]
     never = [k for k in METRICS if all((m, k) in fail for m in models)]
-    wrong = [(m, k) for m in decoders for k in never if k.endswith("_nosink") and grid[m, k]["rho"] > 0]
+    wrong = [(m, k) for m in decoders for k in never if k.endswith("_nosink")
+             and grid[m, k]["late_margin"] < grid[m, k]["early_margin"]]
     dec_curves = [(m, k) for m in decoders for k in never if k.endswith("_nosink")]
     text += (f"\n\n**Where it does not.** {len(fail)} pairs fail both conditions; "
              + (f"{', '.join(f'`{k}`' for k in never)} fail{'s' if len(never) == 1 else ''} them in every model. "
                 if never else "no metric fails them in every model. ")
-             + (f"In the decoders, {len(wrong)} of these {len(dec_curves)} sink-free curves move in the *wrong* "
-                "direction ($\\rho > 0$)." if dec_curves else ""))
-    differ = [key for key in now if old[key] != now[key]]
-    text += (f"\n\n**Against the first rule.** {len(differ)} of {total} verdicts differ"
-             + (": " + ", ".join(f"{m} `{k}` ({old[m, k]} -> {now[m, k]})" for m, k in differ) + "."
-                if differ else "."))
+             + (f"In the decoders, the margin below the strongest null from the model itself *shrinks* from the "
+                f"first third of the layers to the last in {len(wrong)} of these {len(dec_curves)} sink-free curves."
+                if dec_curves else ""))
+    other = [key for key, row in grid.items() if not decided(row)]
+    if other:
+        text += (f"\n\n**Where the rule gives no verdict.** {len(other)} pairs: "
+                 + ", ".join(f"{m} `{k}` ({now[m, k]})" for m, k in other) + ".")
+    before = rule2_labels(reports)
+    for name, old_labels in (("rule 2", before), ("the first rule", old)):
+        differ = [key for key in now if old_labels[key] != now[key]]
+        text += (f"\n\n**Against {name}.** {len(differ)} of {total} verdicts differ"
+                 + (": " + ", ".join(f"{m} `{k}` ({old_labels[m, k]} -> {now[m, k]})" for m, k in differ) + "."
+                    if differ else "."))
     return text
 
 
@@ -451,9 +530,17 @@ def long_context(short: dict, long: dict, layer_types: list[str], short_row: dic
             f"walks' distance from the uniform walk by {d['local']:+.3f} in the {len(local)} local layers and by "
             f"{d['global']:+.3f} in the {len(glob)} global ones, and the sink mass from {sink['local'][0]:.2f} to "
             f"{sink['local'][1]:.2f} (local) and from {sink['global'][0]:.2f} to {sink['global'][1]:.2f} (global).")
-    if not full:
-        text += (f" With {long['passages']} passages and {len(R.random_nulls(long))} random-init seed, this build's "
-                 "interval is wide; the full build's numbers are the ones to read.")
+    if long_row["verdict"] == "insufficient data":
+        n_seeds, n_pass = len(R.random_nulls(long)), long["passages"]
+        short = ([f"{n_pass} passage{'s' * (n_pass != 1)} (the rule needs {R.MIN_PASSAGES})"]
+                 * (n_pass < R.MIN_PASSAGES)
+                 + [f"{n_seeds} random-init seed{'s' * (n_seeds != 1)} (it needs {R.MIN_SEEDS})"]
+                 * (n_seeds < R.MIN_SEEDS))
+        text += (f" With {' and '.join(short) or 'too few layers'}, the rule gives no verdict: the numbers above "
+                 "describe this measurement and decide nothing"
+                 + ("; the full build's are the ones to read." if not full else "."))
+    elif not full:
+        text += " This build's sample is small; the full build's numbers are the ones to read."
     return text
 
 
@@ -485,28 +572,27 @@ def paragraphs(reports: list[dict], rows: list[dict], grid: dict, *, q4: tuple, 
 
 # ----------------------------------------------------------------------- the tables (plain text, for print)
 def model_table(report: dict, grid: dict) -> str:
-    """One model's ten metrics: first and last value, rho with its interval, the seeds' lowest rho, the late
-    mean, the strongest null, the Holm-corrected p-values and the verdict."""
+    """One model's ten metrics: first and last value, the margin below the strongest passage-level null over the
+    first and the last third, the late mean, the strongest null, the Holm-corrected p-values of rule 3's two
+    conditions and of the shared structure, and the verdict."""
     m = report["model"]
     lines = [f"{m}  ({report['layers']} layers)",
-             f"  {'metric':<15}{'first':>7}{'last':>7}{'rho':>7}{'rho 95%':>16}{'seeds':>7}{'late':>7}"
-             f"{'strongest null':>24}{'p(a)':>7}{'p(b)':>7}  verdict"]
+             f"  {'metric':<15}{'first':>7}{'last':>7}{'m early':>8}{'m late':>8}{'late':>7}"
+             f"{'strongest null':>24}{'p(a)':>7}{'p(b)':>7}{'p(sh)':>7}  verdict"]
     for k in METRICS:
         y, row = R.layer_means(report, k), grid[m, k]
-        lo, hi = row["rho_interval"]
         null = row["strongest_null"]
-        lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['rho']:+7.2f}{f'[{lo:+.2f}, {hi:+.2f}]':>16}"
-                     f"{min(row['null_rho'].values()):+7.2f}{row['late_trained']:7.3f}"
-                     f"{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"
-                     f"{row['p_trend_holm']:7.3f}{row['p_level_holm']:7.3f}  {label(row)}")
+        lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['early_margin']:+8.3f}{row['late_margin']:+8.3f}"
+                     f"{row['late_trained']:7.3f}{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"
+                     f"{row['p_depth_holm']:7.3f}{row['p_level_holm']:7.3f}{row['p_share_holm']:7.3f}  {label(row)}")
     return "\n".join(lines)
 
 
 def rule_table(reports: list[dict], grid: dict) -> str:
-    """The ten metrics' verdicts under the first rule and under the rule in force, one block per model."""
-    old = rule1_labels(reports)
+    """The ten metrics' verdicts under rules 1 and 2 and under the rule in force (3), one block per model."""
+    old, before = rule1_labels(reports), rule2_labels(reports)
     lines = []
     for m in _models(reports):
-        lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}rule 2"]
-        lines += [f"  {k:<16}{old[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
+        lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}{'rule 2':<18}rule 3"]
+        lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
     return "\n".join(lines)

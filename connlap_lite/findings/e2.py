@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import report as R
 from ..prose import layers_of, names, span, who
-from ..rules_history import e2_rule1
+from ..rules_history import e2_rule1, e2_table_rule2
 from ..scorecard import verdict_box
 from ..stats import mean_interval, spearman
 
@@ -362,8 +362,20 @@ def quantisation(base: dict, q4: dict, reports: list[dict]) -> tuple[str, str, d
     return says, more, shift
 
 
+def rule2_verdicts(reports: list[dict]) -> dict[str, str]:
+    """Rule 2's E2 verdicts (registered 2026-11-30, replaced 2026-12-01), one table per structure as it was
+    registered: ``{model: verdict}``."""
+    out = {}
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if group:
+            out.update({x["model"]: x["verdict"] for x in e2_table_rule2(group)})
+    return out
+
+
 def verdict_words(reports: list[dict], rows: list[dict]) -> dict[str, str]:
-    """The inline words of *Verdicts*: the headline, the direction and size of the gaps, the rule change."""
+    """The inline words of *Verdicts*: the headline, the direction and size of the gaps, the rule changes
+    (``e2_rule_change``: each model whose verdict differs between rules 1, 2 and 3, as 'rule 1 -> 2 -> 3')."""
     reg = registered(rows)
     models = [r["model"] for r in reports]
     head_ratio = {m: reg[m]["head_defect"] / reg[m]["head_nulls"][reg[m]["strongest_head_null"]] for m in models}
@@ -375,8 +387,9 @@ def verdict_words(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     for m in models:
         counts.setdefault(reg[m]["verdict"], []).append(m)
     headline = "The verdict on E2 is " + "; ".join(f"*{w}* for {who(ms, models)}" for w, ms in counts.items())
-    old = {r["model"]: (e2_rule1(r)["verdict"], reg[r["model"]]["verdict"]) for r in reports}
-    changed = [m for m, (a, b) in old.items() if a != b]
+    rule2 = rule2_verdicts(reports)
+    old = {r["model"]: (e2_rule1(r)["verdict"], rule2[r["model"]], reg[r["model"]]["verdict"]) for r in reports}
+    changed = [m for m, v in old.items() if len(set(v)) > 1]
     heads = [reg[m]["head_defect"] for m in models]
     return {"e2_headline": headline, "e2_head_dir": direction, "e2_head_span": span(head_ratio.values()),
             "e2_data_span": span(data_ratio.values()), "e2_trained_range": span(heads),
@@ -444,13 +457,14 @@ def trend_table(report: dict) -> str:
 
 
 def verdict_table(reports: list[dict], rows: list[dict]) -> str:
-    """Per model the numbers behind the verdict, with the first rule's verdict beside the rule in force."""
+    """Per model the numbers behind the verdict, with the verdicts of rules 1 and 2 beside the rule in force."""
     reg = registered(rows)
-    lines = [f"{'model':<20}{'head':>7}{'null':>7}{'p':>7}{'data':>8}{'null':>8}{'p':>7}  rule 1 -> rule 2"]
+    rule2 = rule2_verdicts(reports)
+    lines = [f"{'model':<20}{'head':>7}{'null':>7}{'p':>7}{'data':>8}{'null':>8}{'p':>7}  rule 1 -> rule 2 -> rule 3"]
     for r in reports:
         x = reg[r["model"]]
         lines.append(f"{r['model']:<20}{x['head_defect']:>7.3f}{x['head_nulls'][x['strongest_head_null']]:>7.3f}"
                      f"{x['p_heads_holm']:>7.3f}{x['data_defect']:>8.3f}"
                      f"{x['data_nulls'][x['strongest_data_null']]:>8.3f}{x['p_data_holm']:>7.3f}  "
-                     f"{e2_rule1(r)['verdict']} -> {x['verdict']}")
+                     f"{e2_rule1(r)['verdict']} -> {rule2[r['model']]} -> {x['verdict']}")
     return "\n".join(lines)

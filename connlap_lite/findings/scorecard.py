@@ -12,8 +12,8 @@ import html
 from .. import report as R
 from ..prose import names, span, tally
 from ..report import e1_table, e2_table
-from ..rules_history import RULE_CHANGES, e1_rule1, e2_rule1, e3_rule1
-from ..scorecard import E3_METRICS, _key, verdict_box
+from ..scorecard import _key, rule_changes_markdown, verdict_box
+from ..scorecard import rule_changes as _changes
 
 CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
           "E2": "transports close to scaled isometries (E2)",
@@ -70,9 +70,9 @@ def numbers(row: dict) -> str:
     if row["claim"] == "E1":
         return "; ".join(
             f"{x['model']}: late {x['late_trained']:.3f} vs {x['strongest_null']} "
-            f"{x['late_nulls'][x['strongest_null']]:.3f} (gap {_ci(x['gap_interval'])}), rho {x['rho']:+.2f} "
-            f"{_ci(x['rho_interval'], '{:+.2f}')} vs seeds' lowest {min(x['null_rho'].values()):+.2f} -> "
-            f"{x['verdict']}" for x in row["per_model"])
+            f"{x['late_nulls'][x['strongest_null']]:.3f} (gap {_ci(x['gap_interval'])}), margin below the strongest "
+            f"passage-level null {x['early_margin']:+.3f} early, {x['late_margin']:+.3f} late (growth "
+            f"{_ci(x['margin_growth_interval'])}) -> {x['verdict']}" for x in row["per_model"])
     if row["claim"] == "E2":
         return "; ".join(
             f"{x['model']}: heads {x['head_defect']:.3f} vs {x['strongest_head_null']} "
@@ -133,24 +133,29 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     """The section *What the data say*: per claim its verdict and conditions, then robustness."""
     e1s = [x for r in rows if r["claim"] == "E1" for x in r["per_model"]]
     e2s = [x for r in rows if r["claim"] == "E2" for x in r["per_model"]]
-    text = (f"* **E1**: {_per_structure(rows, 'E1')}. Condition (a), a fall with depth beyond every random-init "
-            f"seed's, is met by {tally([x['falls'] for x in e1s])} (trained $\\rho$ "
-            f"{span([x['rho'] for x in e1s], '{:+.2f}')}; the seeds' lowest $\\rho$ "
-            f"{span([min(x['null_rho'].values()) for x in e1s], '{:+.2f}')}). Condition (b), below every null over "
-            f"the last third of the layers, is met by {tally([x['below_nulls'] for x in e1s])}. The strongest null "
-            f"(the lowest late value) is {names(sorted({x['strongest_null'] for x in e1s}))}; the trained late value "
-            f"sits {span([x['gap_to_strongest'] for x in e1s], '{:+.3f}')} from it.")
-    inner = [x for x in e1s if "cross-passage" in x["late_nulls"]]
-    if inner:
-        text += (f" Within one passage, consecutive layers are closer than a layer and the next layer of another "
-                 f"passage for {tally([x['late_trained'] < x['late_nulls']['cross-passage'] for x in inner])} "
-                 f"(trained {span([x['late_trained'] for x in inner])} against cross-passage "
-                 f"{span([x['late_nulls']['cross-passage'] for x in inner])}): where that holds, consecutive layers "
-                 "share structure specific to their input, which is a finding about neighbouring layers, not about "
-                 "convergence with depth.")
+    ok = [x for x in e1s if x["verdict"] in ("holds", "partly", "does not hold")]
+    text = f"* **E1**: {_per_structure(rows, 'E1')}."
+    if ok:
+        text += (f" Condition (a), depth-specific (the margin below the "
+                 f"strongest null made from the trained model itself larger over the last third of the layers than over "
+                 f"the first), is met by {tally([x['deepens'] for x in ok])} (margin "
+                 f"{span([x['early_margin'] for x in ok], '{:+.3f}')} early, {span([x['late_margin'] for x in ok], '{:+.3f}')} "
+                 f"late). Condition (b), below every null over the last third of the layers (the random-init seeds "
+                 f"counted as units), is met by {tally([x['below_nulls'] for x in ok])}. The strongest null (the lowest "
+                 f"late value) is {names(sorted({x['strongest_null'] for x in e1s}))}; the trained late value sits "
+                 f"{span([x['gap_to_strongest'] for x in e1s], '{:+.3f}')} from it.")
+    if len(ok) < len(e1s):
+        text += (" No verdict from the conditions for "
+                 + names(f"{x['model']} (*{x['verdict']}*)" for x in e1s if x not in ok) + ".")
+    if ok:
+        text += (f" Beside the verdict, consecutive layers of one passage are below every null made from other "
+                 f"passages or shuffled text at every depth for {tally([bool(x['shares_structure']) for x in ok])}: "
+                 "where that holds, they share structure specific to their input, which is a finding about "
+                 "neighbouring layers, not about convergence with depth.")
     head = [x["head_defect"] / x["head_nulls"][x["strongest_head_null"]] for x in e2s]
     data = [x["data_defect"] / x["data_nulls"][x["strongest_data_null"]] for x in e2s]
-    text += (f"\n* **E2**: {_per_structure(rows, 'E2')}. Condition (a), heads below every head null, is met by "
+    text += (f"\n* **E2**: {_per_structure(rows, 'E2')}. Condition (a), heads below the Gaussian heads and the "
+             f"random-init seeds (the seeds counted as units), is met by "
              f"{tally([x['heads_below_nulls'] for x in e2s])}: the trained mean head defect is "
              f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below random-init and "
              f"Gaussian transports on the same inputs, is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
@@ -191,28 +196,10 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     return text
 
 
-def rule_changes(reports: list[dict], rows: list[dict]) -> str:
-    """Each dated rule change with the old and the new verdicts on these reports."""
-    new = {c: {x["model"]: x["verdict"] for r in rows if r["claim"] == c for x in r["per_model"]}
-           for c in ("E1", "E2")}
-    old = {"E1": {r["model"]: e1_rule1(r)["verdict"] for r in reports},
-           "E2": {r["model"]: e2_rule1(r)["verdict"] for r in reports}}
-    verdict = {_key(r): r["verdict"] for r in rows}
-    lines = []
-    for change in RULE_CHANGES:
-        c = change["claim"]
-        lines.append(f"- **{c}, changed {change['date']}.** Before: {change['old']}. Now: {change['new']}. "
-                     f"Why: {change['why']}.")
-        if c in old:
-            lines.append("  Verdicts, old -> new: " + "; ".join(f"{m}: {old[c][m]} -> {new[c][m]}" for m in old[c])
-                         + ".")
-        elif c == "E3":
-            for s in ("encoder", "decoder"):
-                group = [r for r in reports if r["encoder"] == (s == "encoder")]
-                if group:
-                    pairs = [f"`{m}` {e3_rule1(group, m)['verdict']} -> {verdict['E3', s, m]}" for m in E3_METRICS]
-                    lines.append(f"  Verdicts for the {s}s, old -> new: " + "; ".join(pairs) + ".")
-    return "\n".join(lines)
+def rule_changes(reports: list[dict]) -> str:
+    """Each dated rule change (rule 1 -> 2, rule 2 -> 3) with the old and the new rule's verdicts on these
+    reports, in Markdown (:func:`connlap_lite.scorecard.rule_changes`)."""
+    return rule_changes_markdown(_changes(reports))
 
 
 def grid_take(rows: list[dict]) -> str:
@@ -270,7 +257,7 @@ def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict
     out = {"scorecard_headline": headline(rows), "scorecard_grid_take": grid_take(rows),
            "scorecard_verdict": "\n".join(verdict_box(rows, c) for c in ("E1", "E2", "E3")),
            "scorecard_says": what_the_data_say(rows, robust, corpora),
-           "scorecard_rule_changes": rule_changes(reports, rows),
+           "scorecard_rule_changes": rule_changes(reports),
            "scorecard_ablations": ablations(*ablated)}
     assert tuple(out) == KEYS
     return out
