@@ -407,7 +407,7 @@ def folders(tmp_path_factory):
 
 FOLDERS = [
     ("mamba folder", lambda f: models.load_model(f["mamba"]), ValueError,
-     r"unsupported architecture 'mamba'; supported families: bert, .*llama/mistral/qwen2"),
+     r"unsupported architecture 'mamba'; supported families: bert/.*llama/mistral/qwen2"),
     ("folder without tokenizer", lambda f: models.load_model(f["no tokenizer"]), FileNotFoundError,
      r"is a folder without tokenizer files .*\(tokenizer.save_pretrained\(folder\)\)"),
     ("tokenizer without vocabulary", lambda f: models.load_model(f["no vocabulary"]), ValueError,
