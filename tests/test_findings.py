@@ -271,3 +271,11 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
     assert "in every model" in says["beyond_overlap_says"] and "no head's value sub-bundle" in says["beyond_overlap_says"]
     assert "rank exactly $G d_h = 192$" in says["beyond_edge_says"]
     assert "two signs" not in says["beyond_gap_says"] and "in every model removing the sink" in says["beyond_gap_says"]
+    assert "within a factor 1.11 of $u_n$ in every layer of every model" in says["beyond_sink_says"]
+    # a null layer with no detected sink column has sink mass 0: said as such, never a factor of 1/0
+    first = next(iter(reports))
+    sink_stats[first] = {**sink_stats[first], "null_min": 0.0}
+    sinkless = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
+                             sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats,
+                             n_one=0, edges=edges, headline=headline)["beyond_sink_says"]
+    assert f"In some layers of {first} the nulls have no sink column at all" in sinkless and "inf" not in sinkless

@@ -86,8 +86,10 @@ def copying(reports: dict, copy_stats: dict, copy_rows: dict) -> str:
 def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
     """The sink mass against the uniform walk's share, layer by layer (``beyond_sink_says``)."""
     models = list(reports)
-    spread = {m: max(s["null_max"], 1 / s["null_min"]) for m, s in sink_stats.items()}
-    widest = max(spread, key=spread.get)
+    # a null layer with no detected sink column has sink mass 0: no factor of u_n, said apart
+    sinkless = [m for m in models if sink_stats[m]["null_min"] <= 0]
+    spread = {m: max(s["null_max"], 1 / s["null_min"]) for m, s in sink_stats.items() if s["null_min"] > 0}
+    widest = max(spread, key=spread.get) if spread else None
     curves = {m: R.layer_means(rep, "sink") / sink_stats[m]["u"] for m, rep in reports.items()}
     after = [m for m in models if sink_stats[m]["at"] > 0]
     near = [m for m in models if sink_stats[m]["first"] < 3]
@@ -130,8 +132,14 @@ def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
               + (f", with $\\rho$ = {span([sink_rows[m]['rho'] for m in rising], '{:+.2f}')}" if rising else "")
               + (f"; for the others $|\\rho|$ is {span([abs(sink_rows[m]['rho']) for m in others])}"
                  if others and rising else "") + ".")
-    text = (f"The random-initialised nulls stay within a factor {spread[widest]:.2f} of $u_n$ in every layer of "
-            f"every model (the widest spread is {widest}'s). The trained sink peaks after the first layer in "
+    nulls = (f"The random-initialised nulls stay within a factor {spread[widest]:.2f} of $u_n$ in every layer of "
+             f"{'every model' if not sinkless else who([m for m in models if m not in sinkless], models)} "
+             f"(the widest spread is {widest}'s)." if spread else "")
+    if sinkless:
+        nulls += (f" In some layers of {names(sinkless)} the nulls have no sink column at all (none receives more "
+                  "than the stated multiple of the uniform share), so their sink mass there is 0; they never exceed "
+                  f"{max(sink_stats[m]['null_max'] for m in sinkless):.2f} times $u_n$.")
+    text = (nulls.strip() + " The trained sink peaks after the first layer in "
             f"{who(after, models)}, at {span([sink_stats[m]['peak'] for m in models], '{:.1f}')} times $u_n$. "
             f"Model by model:\n\n- In the first layer, {'; '.join(first)}.\n- {' '.join(last)}\n- {shape}\n\n")
     text += ('So "the sink grows with depth" is '
