@@ -41,6 +41,16 @@ def legible():
         yield
 
 
+
+def _band(ax, rep, metric: str, cond: str, n_boot: int, *, alpha: float = 0.15, **line) -> np.ndarray:
+    """One condition's per-layer mean of ``metric`` as a line on ``ax`` (matplotlib ``line`` keywords) and its 95%
+    bootstrap band in the line's colour; the layers (the x values) are returned."""
+    mean, lo, hi = layer_curve(rep, metric, cond, n_boot=n_boot)
+    x = np.arange(len(mean))
+    ax.plot(x, mean, **line)
+    ax.fill_between(x, lo, hi, color=line.get("color", "C0"), alpha=alpha, lw=0)
+    return x
+
 def layer_curves(reports: list[dict], metric: str, conditions=("trained", "random0", "random1", "shuffled"),
                  *, axes=None, ylabel: str | None = None, n_boot: int = 1000):
     """One panel per report: ``metric`` against layer index, with 95% bootstrap bands, against the nulls.
@@ -60,10 +70,7 @@ def layer_curves(reports: list[dict], metric: str, conditions=("trained", "rando
         for cond in conditions:
             if metric not in rep["conditions"].get(cond, {}):
                 continue
-            mean, lo, hi = layer_curve(rep, metric, cond, n_boot=n_boot)
-            x = list(range(len(mean)))
-            ax.plot(x, mean, label=cond, **STYLE.get(cond, {}))
-            ax.fill_between(x, lo, hi, color=STYLE.get(cond, {}).get("color", "C0"), alpha=0.15, lw=0)
+            _band(ax, rep, metric, cond, n_boot, label=cond, **STYLE.get(cond, {}))
         ax.set_title(rep["model"], fontsize=10)
         ax.set_xlabel("layer")
     axes[0].set_ylabel(ylabel or metric)
@@ -118,10 +125,8 @@ def against_null(reports: list[dict], metric: str, strongest: dict[str, str], *,
             null = strongest[rep["model"]]
             for key, cond, label, colour, ls in ((metric, "trained", "trained", "C0", "-"),
                                                  (*null_source(rep, metric, null), "strongest null", "C3", "--")):
-                mean, lo, hi = layer_curve(rep, key, cond, n_boot=n_boot)
-                x = np.arange(len(mean))
-                ax.plot(x, mean, color=colour, lw=2 if ls == "-" else 1.5, ls=ls, label=label)
-                ax.fill_between(x, lo, hi, color=colour, alpha=0.18, lw=0)
+                x = _band(ax, rep, key, cond, n_boot, alpha=0.18, color=colour, lw=2 if ls == "-" else 1.5, ls=ls,
+                          label=label)
             k = max(1, -(-len(x) // 3))                     # the last third: what the level condition compares
             ax.axvspan(len(x) - k - 0.5, len(x) - 0.5, color="0.92", zorder=0, lw=0)
             ax.set_title(f"{rep['model']} (null: {null})")
@@ -157,10 +162,7 @@ def metric_grid(reports: list[dict], metrics: list[str], *, ylabels: list[str] |
                 for cond in conditions:
                     if metric not in rep["conditions"].get(cond, {}):
                         continue
-                    mean, lo, hi = layer_curve(rep, metric, cond, n_boot=n_boot)
-                    x = np.arange(len(mean))
-                    ax.plot(x, mean, label=cond, **STYLE.get(cond, {}))
-                    ax.fill_between(x, lo, hi, color=STYLE.get(cond, {}).get("color", "C0"), alpha=0.15, lw=0)
+                    _band(ax, rep, metric, cond, n_boot, label=cond, **STYLE.get(cond, {}))
                 if logs[i]:
                     ax.set_yscale("log")
                     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -232,10 +234,7 @@ def curve_grid(reports: list[dict], rows: list[list[tuple]], *, ylabels: list[st
                 for key, cond, label, style in curves:
                     if key not in rep["conditions"].get(cond, {}):
                         continue
-                    mean, lo, hi = layer_curve(rep, key, cond, n_boot=n_boot)
-                    x = np.arange(len(mean))
-                    ax.plot(x, mean, label=label, **style)
-                    ax.fill_between(x, lo, hi, color=style.get("color", "C0"), alpha=0.15, lw=0)
+                    _band(ax, rep, key, cond, n_boot, label=label, **style)
                 ax.locator_params(axis="x", nbins=4)
                 if i == 0:
                     ax.set_title(rep["model"].split("-")[0])
