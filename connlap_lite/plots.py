@@ -41,7 +41,6 @@ def legible():
         yield
 
 
-
 def _band(ax, rep, metric: str, cond: str, n_boot: int, *, alpha: float = 0.15, **line) -> np.ndarray:
     """One condition's per-layer mean of ``metric`` as a line on ``ax`` (matplotlib ``line`` keywords) and its 95%
     bootstrap band in the line's colour; the layers (the x values) are returned."""
@@ -50,6 +49,7 @@ def _band(ax, rep, metric: str, cond: str, n_boot: int, *, alpha: float = 0.15, 
     ax.plot(x, mean, **line)
     ax.fill_between(x, lo, hi, color=line.get("color", "C0"), alpha=alpha, lw=0)
     return x
+
 
 def layer_curves(reports: list[dict], metric: str, conditions=("trained", "random0", "random1", "shuffled"),
                  *, axes=None, ylabel: str | None = None, n_boot: int = 1000):

@@ -8,8 +8,6 @@ Chapter: *Beyond E1-E3*.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import report as R
 from ..prose import layers_of, names, span, who
 from ..stats import spearman
