@@ -101,8 +101,11 @@ floor: wheel
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
 # transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17), then every chapter copied out alone and
 # executed (tools/alone.py), its own set-up cell installing the built wheel as on Colab ($$CONNLAP_LITE_SOURCE),
-# with an empty measurement cache as Colab has (the performance appendix's recorded results copied beside it: on
-# Colab it fetches them from the repository).
+# each with an empty measurement cache of its own as Colab has, so that its time is a first run's (the performance
+# appendix's recorded results copied beside it: on Colab it fetches them from the repository). The record (each
+# chapter's seconds, its cache's disk and what its set-up cell installed, with the runtime's versions and the
+# commit) is _build/colab/chapters.json, copied to benchmarks/results/colab_chapters.json whether or not every
+# chapter passed (tools/teaching_tables.py reads it for the teaching page's time table).
 COLAB_PYTHON ?= python3.13
 COLAB_RUNTIME := torch==2.11.* transformers==5.15.* numpy==2.1.3 ipywidgets==7.7.1 ipykernel==6.17.* \
 	scipy matplotlib tqdm accelerate nbclient nbformat
@@ -113,8 +116,9 @@ colab: wheel
 	$(COLAB)/venv/bin/python -m pip install -q $(COLAB_RUNTIME)
 	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
-	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') CONNLAP_CACHE=$(abspath $(COLAB))/cache \
-	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb
+	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') \
+	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb; \
+	  status=$$?; cp $(COLAB)/chapters.json benchmarks/results/colab_chapters.json; exit $$status
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt
 	@# what Colab had is what it keeps: the set-up cells upgraded none of torch, numpy, ipywidgets
 	grep -iE '^(torch|numpy|ipywidgets)==' $(COLAB)/before.txt > $(COLAB)/kept-before.txt
