@@ -161,3 +161,19 @@ def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes():
     assert set(extras) <= set(EXTRAS) and {"book", "test"} <= set(extras)
     assert "tools/deps.py models" in MAKEFILE and "tools/deps.py full" in MAKEFILE
     assert re.search(r"^\$\(FULLSTAMP\): \$\(STAMP\)", MAKEFILE, re.M), "the full install follows make install's"
+
+
+def test_make_floor_finds_a_python_by_its_command_where_pyenv_holds_it():
+    """FLOOR_PYTHON=python3.12 where pyenv has 3.12 installed but is set to another version (its shim then
+    refuses the command): the Makefile's python_of finds pyenv's own."""
+    out = subprocess.run(["make", "-n", "floor", "FLOOR_PYTHON=python3.12"], cwd=ROOT, capture_output=True,
+                         text=True).stdout
+    python = re.search(r"^rm -rf _build/floor && (\S+) -m venv _build/floor/venv$", out, re.M).group(1)
+    try:
+        found = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                               text=True)
+    except FileNotFoundError:
+        found = None
+    if found is None or found.returncode != 0:
+        pytest.skip("no Python 3.12 here, neither as python3.12 nor among pyenv's versions")
+    assert found.stdout.strip() == "(3, 12)"
