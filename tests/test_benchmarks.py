@@ -2,6 +2,7 @@
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,8 @@ def test_book_times_reads_a_make_book_log(tmp_path):
     (cache / "m-2.json").write_text("{not json")
     res = mod.main(["--from-book-log", str(log), "--book-cache-dir", str(tmp_path / "cache"), "--list-only",
                     "--json", str(tmp_path / "b.json")])
-    assert res["make_book"]["seconds"] == 3100.0 and res["make_book"]["cache_at_start"] == "empty"
+    assert res["make_book"]["seconds"] == 3100.0 and res["make_book"]["cache_at_start"] == {"measurement": "empty"}
+    assert res["make_book"]["commit"] is None, "a log read afterwards has the commit its caller names, or none"
     assert [(m["model"], m["seconds"], m["conditions"]) for m in res["make_book"]["measurements"]] == \
         [("m", 12.5, ["random0", "trained"])]
     goal = [g for g in res["goals"] if "make book" in g["what"]]
@@ -157,3 +159,40 @@ def test_run_prints_the_table_of_committed_results(capsys):
     for name in NAMES:
         assert name in out
     assert "(no results" not in out
+
+
+def test_book_times_records_each_cache_as_a_run_found_it(tmp_path):
+    mod = load("book_times")
+    home, cache = tmp_path / "home", tmp_path / "connlap"
+    env = {"HOME": str(home), "CONNLAP_CACHE": str(cache)}
+    assert mod.cache_state(env) == {"pip": "empty", "model": "empty", "measurement": "empty"}
+    (cache / "measurements").mkdir(parents=True)
+    (cache / "measurements.lock").write_text("")                     # a lock is not a cache entry
+    assert mod.cache_state(env) == {"pip": "empty", "model": "empty", "measurement": "empty"}
+    (cache / "measurements" / "m-1.json").write_text("{}")
+    assert mod.cache_state(env)["measurement"] == "warm" and mod.cache_state(env)["model"] == "empty"
+    (cache / "converted" / "m").mkdir(parents=True)
+    (cache / "converted" / "m" / "model.safetensors").write_text("x")
+    (home / ".cache" / "pip" / "http").mkdir(parents=True)
+    (home / ".cache" / "pip" / "http" / "a").write_text("x")
+    assert mod.cache_state(env) == {"pip": "warm", "model": "warm", "measurement": "warm"}
+    assert mod.cache_state({**env, "PIP_NO_CACHE_DIR": "off"})["pip"] == "warm"
+    assert mod.cache_state({**env, "PIP_NO_CACHE_DIR": "1"})["pip"] == "off"
+    facts = mod._run_facts()
+    assert facts["commit"] == mod.commit() and re.fullmatch(r"[0-9a-f]{40}", facts["commit"])
+    assert set(facts["cache_at_start"]) == {"pip", "model", "measurement"}
+    assert facts["venv_at_start"] in ("installed", "absent")
+
+
+def test_book_times_goal_reads_one_run_only():
+    mod = load("book_times")
+    report = {"notebooks": {}, "make_test": {"seconds": 900.0, "returncode": 2}}
+    goal = mod.summarise(report)["goals"][0]
+    assert goal["measured"] is None and goal["met"] is None and "failed: exit status 2" in goal["reason"]
+    report["make_test"]["returncode"] = 0
+    assert mod.summarise(report)["goals"][0]["met"] is True
+    committed = json.loads((RESULTS / "book_times.json").read_text())
+    assert all(r.get("what") for r in committed.get("earlier", [])), "an earlier record says what it was"
+    for name in ("make_test", "make_book"):
+        rec = committed.get(name)
+        assert rec is None or (rec.get("commit") and rec.get("date_utc")), f"{name} names its commit and date"

@@ -287,6 +287,24 @@ def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)
 
 
+def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_main():
+    """The student edition's Colab badges open the `student` branch: CI builds it with `make student` and
+    force-pushes _build/student there, with write access to the repository's contents, on pushes to main only."""
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    job = flow["jobs"]["student"]
+    assert job["permissions"] == {"contents": "write"} and flow["permissions"]["contents"] == "read", \
+        "only the student job may write to the repository"
+    assert "github.event_name == 'push'" in job["if"] and "github.ref == 'refs/heads/main'" in job["if"]
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert "make student" in runs and re.search(r"^student: ", (ROOT / "Makefile").read_text(), re.M)
+    publish = next(s for s in job["steps"] if "git push" in s.get("run", ""))
+    assert publish["working-directory"] == "_build/student"
+    assert re.search(r"git push --force \S+ student$", publish["run"].strip(), re.M)
+    assert "git init -q -b student" in publish["run"] and "secrets.GITHUB_TOKEN" in str(publish["env"])
+    assert 'STUDENT_BRANCH = "student"' in (ROOT / "tools" / "student_edition.py").read_text(), \
+        "the edition's badges open that branch"
+
+
 # --- the repository is self-contained ------------------------------------------------------------------------
 def committed_text_files():
     """Every text file git tracks (what a clone holds), JSON results included."""

@@ -1,6 +1,7 @@
-"""requirements.txt (the runtime list, which pyproject.toml reads) and pyproject.toml (the extras) are the one
-declaration of the dependencies: the Makefile installs from them, make floor tests their floors, the model table
-and the Colab cells agree with their pins, and constraints.txt pins this machine's torch without narrowing them."""
+"""pyproject.toml (the runtime list and the extras) is the one declaration of the dependencies: pip, setuptools and
+the Makefile read it, requirements.txt points at the project, make floor tests its floors, the model table and
+the Colab cells agree with its pins, and constraints.txt pins this machine's torch without narrowing them."""
+import json
 import re
 import subprocess
 import sys
@@ -36,30 +37,47 @@ def expand(pin: str) -> list[str]:
     return [f"{head}{k}{version}" for k in range(int(first), int(last) + 1)]
 
 
-def test_requirements_txt_is_the_one_runtime_list_and_pyproject_reads_it():
+def requirement_lines() -> list[str]:
+    """requirements.txt's requirements: its lines less comments and blank lines."""
+    lines = (line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def test_pyproject_declares_the_runtime_list_and_requirements_txt_only_points_at_it():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     lists = [f for f in tracked if re.fullmatch(r"requirements.*\.txt", Path(f).name)]
-    assert lists == ["requirements.txt"], f"{lists}: one list of the runtime dependencies, at the top level"
-    assert "dependencies" not in META["project"] and "dependencies" in META["project"]["dynamic"], \
-        "pyproject must not hold a second list: its dependencies are dynamic"
-    assert META["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    assert lists == ["requirements.txt"], f"{lists}: one requirements.txt, at the top level"
+    assert requirement_lines() == [".[models]"], \
+        "requirements.txt points at the project and its models extra, and lists no dependency of its own"
+    assert "dependencies" not in META["project"].get("dynamic", []) and \
+        "dependencies" not in META["tool"]["setuptools"].get("dynamic", {}), "pyproject declares them itself"
     reqs = deps.runtime()
+    assert reqs == META["project"]["dependencies"]
     assert [r.split(">=")[0] for r in reqs] == ["numpy", "scipy", "torch", "matplotlib", "tqdm"]
-    lines = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l.strip() and not l.startswith("#")]
-    assert lines == reqs, "setuptools reads whole lines: no trailing comments, no pip options"
 
 
-def test_pip_reads_requirements_txt():
-    """`pip install -r requirements.txt` as a reader types it: pip parses every line, and this environment
-    (every requirement already met) installs nothing and needs no index."""
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "-r",
-                        ROOT / "requirements.txt"], capture_output=True, text=True, cwd=ROOT)
+def test_pip_installs_the_project_from_requirements_txt():
+    """`pip install -r requirements.txt` as a reader types it in the checkout: pip resolves its one line to
+    connlap-lite, built from this folder, whose metadata declares pyproject's runtime list and the models extra
+    (pip's own dry run and report; no index, no download)."""
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index",
+                        "--no-build-isolation", "--quiet", "--report", "-", "-r", "requirements.txt"],
+                       capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert all(f"Requirement already satisfied: {req} in" in r.stdout for req in deps.runtime()), r.stdout[-2000:]
-    assert "Would install" not in r.stdout
+    install = json.loads(r.stdout)["install"]
+    assert [i["metadata"]["name"] for i in install] == ["connlap-lite"], r.stdout[-2000:]
+    project = install[0]
+    assert project["requested"] and project["requested_extras"] == ["models"]
+    assert project["metadata"]["version"] == connlap_lite.__version__
+    declared = project["metadata"]["requires_dist"]
+    assert [d for d in declared if "extra ==" not in d] == deps.runtime(), "the wheel's runtime list is pyproject's"
+    models = [d.split(";")[0].strip() for d in declared if "extra == \"models\"" in d]
+    assert models == EXTRAS["models"]
 
 
 def test_the_floors_are_exact_pins_that_colab_already_meets():
+    assert deps.floor() == [r.replace(">=", "==") for r in META["project"]["dependencies"] + EXTRAS["models"]], \
+        "the floors are read from pyproject's one declaration"
     floor = dict(r.split("==") for r in deps.floor())
     assert set(floor) == {"numpy", "scipy", "torch", "matplotlib", "tqdm", "transformers", "gguf", "accelerate"}
     assert floor["transformers"] == "5.4.0", "4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head"
@@ -138,8 +156,24 @@ def test_constraints_pin_torch_and_pyproject_leaves_it_a_range():
 
 def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes():
     stamp = re.search(r"^\$\(STAMP\): (.*)$", MAKEFILE, re.M).group(1).split()
-    assert {"requirements.txt", "pyproject.toml", "constraints.txt", "tools/deps.py"} <= set(stamp)
+    assert {"pyproject.toml", "constraints.txt", "tools/deps.py"} <= set(stamp)
     extras = re.search(r"-c constraints\.txt -e '\.\[([\w,-]+)\]'", MAKEFILE).group(1).split(",")
     assert set(extras) <= set(EXTRAS) and {"book", "test"} <= set(extras)
     assert "tools/deps.py models" in MAKEFILE and "tools/deps.py full" in MAKEFILE
     assert re.search(r"^\$\(FULLSTAMP\): \$\(STAMP\)", MAKEFILE, re.M), "the full install follows make install's"
+
+
+def test_make_floor_finds_a_python_by_its_command_where_pyenv_holds_it():
+    """FLOOR_PYTHON=python3.12 where pyenv has 3.12 installed but is set to another version (its shim then
+    refuses the command): the Makefile's python_of finds pyenv's own."""
+    out = subprocess.run(["make", "-n", "floor", "FLOOR_PYTHON=python3.12"], cwd=ROOT, capture_output=True,
+                         text=True).stdout
+    python = re.search(r"^rm -rf _build/floor && (\S+) -m venv _build/floor/venv$", out, re.M).group(1)
+    try:
+        found = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                               text=True)
+    except FileNotFoundError:
+        found = None
+    if found is None or found.returncode != 0:
+        pytest.skip("no Python 3.12 here, neither as python3.12 nor among pyenv's versions")
+    assert found.stdout.strip() == "(3, 12)"

@@ -78,6 +78,13 @@ def test_e1_writes_every_key_in_markdown(e1_book):
     assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "") for v in says.values())
 
 
+def test_e1_report_paragraphs_are_the_chapters_less_the_two_with_measurements_of_their_own(e1_book):
+    reports, rows, grid, says = e1_book
+    alone = F1.report_paragraphs(reports, rows, grid)
+    assert tuple(alone) == tuple(k for k in F1.KEYS if k not in ("e1_q4_says", "e1_long_says"))
+    assert alone == {k: says[k] for k in alone}
+
+
 def test_e1_verdict_words_are_the_rows(e1_book):
     reports, rows, grid, says = e1_book
     for r in rows:

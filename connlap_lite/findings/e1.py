@@ -1,7 +1,8 @@
 """*E1: stability*, in words: the chapter's computed paragraphs, from its reports and the rule's rows.
 
-:func:`paragraphs` returns every glued text of the chapter (:data:`KEYS`); each of the other functions
-writes one of them and can be called alone. Verdict words are read from the rows
+:func:`paragraphs` returns every glued text of the chapter (:data:`KEYS`), :func:`report_paragraphs` those that
+read only the models' reports and the rule's rows; each of the other functions writes one of them and can be
+called alone. Verdict words are read from the rows
 (:mod:`connlap_lite.report`'s rules), never chosen here.
 
 Chapter: *E1*.
@@ -555,19 +556,26 @@ def paragraphs(reports: list[dict], rows: list[dict], grid: dict, *, q4: tuple, 
     long_report, layer_types, long_row = long
     encoder = next(r for r in reports if r["model"] == q4_report["model"])
     short = next(r for r in reports if r["model"] == long_report["model"])
-    take = takeaways(reports, rows)
-    out = {"e1_summary": summary(reports, rows), "e1_main_take": take["e1_main_take"],
-           "e1_verdict": verdict_box(rows, "E1", {f"{m}/{k}": label(row) for (m, k), row in grid.items()}),
-           **{k: take[k] for k in KEYS[3:10]},
-           "e1_diag_says": diagnostics(reports), "e1_tv_says": distances(reports),
-           "e1_nulls_says": stronger_nulls(reports, rows), "e1_spec_says": spectra(reports),
-           "e1_rev_says": cross_and_reversibility(reports), "e1_says": verdicts(reports, rows, grid),
-           "e1_structures_says": structures(reports),
+    out = {**report_paragraphs(reports, rows, grid),
            "e1_q4_says": quantisation(encoder, q4_report, q4_grid, grid),
            "e1_long_says": long_context(short, long_report, layer_types, registered(rows)[short["model"]],
                                         long_row, full)}
     assert tuple(out) == KEYS
     return out
+
+
+def report_paragraphs(reports: list[dict], rows: list[dict], grid: dict) -> dict[str, str]:
+    """The glued texts written from the models' reports and the rule's rows alone: every key of :data:`KEYS` but
+    the quantisation's and the long passages' (which read measurements of their own). tools/same_numbers.py
+    compares them across Pythons."""
+    take = takeaways(reports, rows)
+    return {"e1_summary": summary(reports, rows), "e1_main_take": take["e1_main_take"],
+            "e1_verdict": verdict_box(rows, "E1", {f"{m}/{k}": label(row) for (m, k), row in grid.items()}),
+            **{k: take[k] for k in KEYS[3:10]},
+            "e1_diag_says": diagnostics(reports), "e1_tv_says": distances(reports),
+            "e1_nulls_says": stronger_nulls(reports, rows), "e1_spec_says": spectra(reports),
+            "e1_rev_says": cross_and_reversibility(reports), "e1_says": verdicts(reports, rows, grid),
+            "e1_structures_says": structures(reports)}
 
 
 # ----------------------------------------------------------------------- the tables (plain text, for print)
