@@ -237,6 +237,9 @@ def test_known_results_paragraphs_on_toy_reports():
     n_agree = sum(r["verdict"] == "agree" for r in rows)
     assert f"{n_agree} *agree*" in says["known_summary"]
     assert says["known_tokens"] == "64"
+    assert "**Rule 1 -> rule 2, changed 2026-12-02.**" in says["known_rule_changes"]
+    assert all(f"`{m}` " in says["known_rule_changes"] for m in reports)
+    assert "next layer of another passage" in says["known_reuse"]
     reports["dec"]["tokens"] = 32
     with pytest.raises(ValueError, match="one passage length"):
         FK.paragraphs(reports)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports
+from connlap_lite import attention_walks
 from connlap_lite import exercises as E
 from connlap_lite import known as K
 from connlap_lite import metrics as M
@@ -245,6 +246,49 @@ def test_each_verdict_turns_when_its_numbers_do():
         t["natural"]["head_tv"] = [[0.3, 0.3, 0.3]] * 2
     assert flip(adjacent_far)["reuse"] == "disagree"
 
+    def like_another_passage(rep, t, z):                      # the own next layer no closer than another passage's
+        t["natural"]["tv_norm_cross"] = [[0.51, 0.495, 0.51]] * 2
+    assert flip(like_another_passage)["reuse"] == "inconclusive"
+
+    def another_passage_closer(rep, t, z):
+        t["natural"]["tv_norm_cross"] = [[0.2, 0.21, 0.2]] * 2
+    assert flip(another_passage_closer)["reuse"] == "disagree"
+
+    def untrained_far(rep, t, z):                             # the random-init null is shown, not tested
+        z["natural"]["tv_norm"] = [[0.01, 0.01, 0.01]] * 2
+    assert flip(untrained_far)["reuse"] == "agree"
+
+
+def test_reuse_was_against_random_init_and_is_now_against_another_passage():
+    """The dated rule change: the old rule beat the near-uniform random-init null by construction; the new one
+    says inconclusive when a passage's next layer is no closer than another passage's (and the rule in force is
+    the change's new rule)."""
+    rep = K.toy_report()
+    rep["conditions"]["trained"]["natural"]["tv_norm_cross"] = [[0.51, 0.495, 0.51]] * 2
+    old = {r["key"]: r["verdict"] for r in K.verdicts_rule1(rep)}
+    new = {r["key"]: r["verdict"] for r in K.verdicts(rep)}
+    assert (old["reuse"], new["reuse"]) == ("agree", "inconclusive")
+    (change,) = [c for c in K.rule_changes([rep]) if "reuse" in c["changes"]]
+    assert change["verdicts"][("reuse", "toy")] == ("agree", "inconclusive") and change["date"] == "2026-12-02"
+    assert all(key in K.STATEMENTS for c in K.RULE_CHANGES for key in c["changes"])
+
+
+def test_the_cross_passage_null_is_the_one_analysis_registers():
+    """tv_norm_cross and analysis's cross_passage_tv_norm are one quantity: metrics.cross_passage_distance."""
+    from connlap_lite import analysis
+
+    for causal in (False, True):
+        P, Q = softmax_walks((3, 6, 6), causal, seed=3), softmax_walks((3, 6, 6), causal, seed=4)
+        mine = M.cross_passage_distance(P, Q, M.uniform_scale(P, Q, causal))
+        theirs = analysis._step_metrics(P, Q, [], causal)["cross_passage_tv_norm"]
+        assert torch.equal(mine, theirs)
+        by_hand = torch.stack([M.walk_distance(P[b], Q[(b + 1) % 3]) for b in range(3)])
+        assert torch.allclose(mine, by_hand / M.uniform_scale(P, Q, causal), atol=1e-14)
+    with pytest.raises(ValueError, match="at least two passages"):
+        M.cross_passage_distance(P[:1], Q[:1], M.uniform_scale(P[:1], Q[:1], True))
+    with pytest.raises(ValueError, match="n_passages must be at least 2"):
+        K.known_results("minilm-l6", n_passages=1)
+
 
 def test_verdict_table_and_counts():
     reports = [K.toy_report(), {**K.toy_report(), "model": "toy-decoder", "encoder": False}]
@@ -317,7 +361,11 @@ def test_natural_pass_on_a_tiny_decoder(tiny_llama):
     L = tiny_llama.config.num_hidden_layers
     assert len(res["mass_first"]) == len(res["column_defect"]) == L and len(res["mass_first"][0]) == 3
     assert len(res["walk_residual"]) == len(res["state_residual"]) == L + 1
-    assert len(res["tv"]) == len(res["head_tv"]) == L - 1 and len(res["head_tv2"]) == L - 2
+    assert len(res["tv"]) == len(res["head_tv"]) == len(res["tv_norm_cross"]) == L - 1 and len(res["head_tv2"]) == L - 2
+    walks = [lw.attention.double().mean(1) for lw in attention_walks(tiny_llama, {"input_ids": ids}, progress=False)]
+    for a in range(L - 1):                                    # passage b against passage b + 1's next layer
+        scale = M.uniform_scale(walks[a], walks[a + 1], True)
+        assert np.allclose(res["tv_norm_cross"][a], M.cross_passage_distance(walks[a], walks[a + 1], scale), atol=1e-12)
     spread = np.array(res["walk_spread"])
     assert (np.diff(spread, axis=0) <= 1e-9).all()            # composed walks never widen a coordinate
     assert res["walk_residual"][0] == res["state_residual"][0]

@@ -2,7 +2,7 @@
 :func:`connlap_lite.known.known_results` and the verdicts of :mod:`connlap_lite.known.statements`.
 
 :func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`verdict_cells` feeds the opening figure.
-Verdict words are the rows' (``agree``, ``disagree``, ``not comparable``), never chosen here.
+Verdict words are the rows' (:data:`connlap_lite.known.statements.VERDICTS`), never chosen here.
 
 Chapter: *Known results, reproduced*.
 """
@@ -12,11 +12,13 @@ import numpy as np
 import torch
 
 from ..known.sinks import INPUTS, middle_layers
-from ..known.statements import STATEMENTS, interval, verdict_counts, verdict_table
+from ..known.history import rule_changes
+from ..known.statements import STATEMENTS, interval, side, verdict_counts, verdict_table
 from ..prose import names, who
 
 KEYS = ("known_summary", "known_grid_take", "known_verdict", "known_tokens", "known_sinks", "known_special",
-        "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree")
+        "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree",
+        "known_rule_changes")
 
 
 def rows_of(reports: dict[str, dict]) -> dict[str, dict[str, dict]]:
@@ -183,8 +185,8 @@ def doubly_stochastic(reports: dict[str, dict]) -> str:
 
 
 def reuse(reports: dict[str, dict]) -> str:
-    """Bhojanapalli et al.'s neighbouring layers (``known_reuse``), each part with its interval, and where an
-    interval merely crosses 0 said so (the row's word covers both a reversal and no clear difference)."""
+    """Bhojanapalli et al.'s neighbouring layers (``known_reuse``): each part with its interval and its own word
+    (:func:`connlap_lite.known.statements.side`), the row's verdict, and the random-init numbers beside them."""
     rows = rows_of(reports)
     models = list(reports)
     lines = []
@@ -193,15 +195,18 @@ def reuse(reports: dict[str, dict]) -> str:
         if not row.get("tested"):
             lines.append(f"- `{m}`: **{row['verdict']}**.")
             continue
-        adj, two, tvn = row["trained"]
-        _, _, tvn0 = row["null"]
+        adj, two, tvn, cross = row["trained"]
+        _, _, tvn0, _ = row["null"]
         (d, lo, hi), (e, elo, ehi) = row["tested"]
+        parts = {"adjacent against two apart": side(row["tested"][0]),
+                 "own passage against another passage": side(row["tested"][1])}
         tv, tv0 = (float(np.mean(_cond(reports[m], c)["natural"]["tv"])) for c in ("trained", "random0"))
-        crosses = [name for name, (a, b) in (("adjacent against two apart", (lo, hi)),
-                                              ("trained against random init", (elo, ehi))) if a <= 0 <= b]
+        crosses = [name for name, word in parts.items() if word == "inconclusive"]
         lines.append(f"- `{m}`: head-matched distance {adj:.2f} for adjacent layers, {two:.2f} two apart "
-                     f"(difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]); tv_norm {tvn:.2f} against {tvn0:.2f} at random "
-                     f"init ({e:+.3f} [{elo:+.3f}, {ehi:+.3f}]), raw tv {tv:.2f} against {tv0:.2f}: "
+                     f"(difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]); tv_norm {tvn:.2f} against {cross:.2f} for the "
+                     f"next layer of another passage (difference {e:+.3f} [{elo:+.3f}, {ehi:+.3f}]); "
+                     + "; ".join(f"{name}: *{word}*" for name, word in parts.items())
+                     + f"; random init: tv_norm {tvn0:.2f}, raw tv {tv:.2f} trained against {tv0:.2f}: "
                      f"**{row['verdict']}**"
                      + (f" (the interval of {names(crosses)} contains 0: no clear difference, not a reversal)."
                         if crosses else "."))
@@ -210,7 +215,21 @@ def reuse(reports: dict[str, dict]) -> str:
     if reversed_:
         lines.append(f"\nOn the raw distance, {len(reversed_)} of {len(models)} trained models are *less* alike from "
                      "layer to layer than their random-init nulls: the near-uniform null, not a failure of the "
-                     "published result.")
+                     "published result, and the reason the rule compares with another passage instead.")
+    return "\n".join(lines)
+
+
+def changes(reports: dict[str, dict]) -> str:
+    """The chapter's dated rule changes (``known_rule_changes``, from
+    :func:`connlap_lite.known.history.rule_changes`): per change and statement the old and the new rule, why,
+    and each model's verdict old -> new."""
+    lines = []
+    for c in rule_changes(list(reports.values())):
+        lines.append(f"- **Rule {c['from']} -> rule {c['to']}, changed {c['date']}.**")
+        for key, (old, new, why) in c["changes"].items():
+            who = "; ".join(f"`{m}` {a} -> {b}" for (k, m), (a, b) in c["verdicts"].items() if k == key)
+            lines.append(f"  - *{STATEMENTS[key][3]}*. Before: {old}. Now: {new}. Why: {why}. "
+                         f"Verdicts, old -> new: {who}.")
     return "\n".join(lines)
 
 
@@ -231,6 +250,7 @@ def paragraphs(reports: dict[str, dict]) -> dict[str, str]:
            "known_verdict": verdict_counts(list(reports.values())), "known_tokens": f"{tokens.pop()}",
            "known_sinks": sinks(reports), "known_special": special(reports), "known_rank": rank_text,
            "known_rank_states": states, "known_ds": doubly_stochastic(reports), "known_reuse": reuse(reports),
-           "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports)}
+           "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports),
+           "known_rule_changes": changes(reports)}
     assert tuple(out) == KEYS
     return out

@@ -18,7 +18,9 @@ analyze MODEL --json`` (key ``known_results``) compute the same numbers.
 ``column_sum_defect(P)``       distance of a walk from doubly stochastic (Sander et al.)
 ``head_matched_distance``      Bhojanapalli et al.'s comparison of heads in two layers
 ``known_results(name)``        everything above on one model and its random-init null (cached JSON)
-``verdicts(report)``           the chapter's rule: agree / disagree / not comparable, per statement
+``verdicts(report)``           the chapter's rule, per statement: agree / disagree / inconclusive / not
+                               comparable / undefined (``VERDICTS``)
+``rule_changes(reports)``      each dated change of that rule, with the old and the new verdicts
 =============================  =====================================================================
 
 Every name is read here (``from connlap_lite import known; known.sink_rate``); each lives in the
@@ -30,11 +32,13 @@ module of its idea:
 ``distances``   from rank one, from doubly stochastic, between the heads of two layers
 ``report``      ``measure`` on one model, ``known_results`` on a model and its null (cached JSON)
 ``statements``  the published statements, the rule's ``verdicts``, and the chapter's tables
+``history``     the rule replaced on 2026-12-02, still runnable, and the dated record of the change
 ==============  ====================================================================================
 
 Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
+from .history import RULE_CHANGES, rule_changes, verdicts_rule1
 from .report import NULL_SEED, SCHEMA, absolute_positions, known_results, measure
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
@@ -49,5 +53,5 @@ __all__ = [
     "rank_one_residual", "token_spread", "column_sum_defect", "head_matched_distance",
     "SCHEMA", "NULL_SEED", "measure", "absolute_positions", "known_results",
     "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "verdicts", "toy_report",
-    "verdict_table", "verdict_counts",
+    "verdict_table", "verdict_counts", "RULE_CHANGES", "verdicts_rule1", "rule_changes",
 ]

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .. import metrics as M
+from .._backend import check_int
 from .._cache import cached, folder_identity, load
 from ..adapters import describe
 from ..extraction import attention_walks
@@ -27,7 +28,9 @@ from .statements import verdicts
 from .stream import norm_weighted_walk, residual_stream, transported
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.2"   # .2: passages within one text (the packaged corpora)
+# 2026-12-01.2: passages within one text (the packaged corpora).
+# 2026-12-02.1: tv_norm_cross, the E1 chapter's cross-passage null of tv_norm, for the reuse statement.
+SCHEMA = "2026-12-02.1"
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
 
 
@@ -85,12 +88,17 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
         res["walk_residual"].append(_lists(rank_one_residual(Z)))
         res["walk_spread"].append(_lists(token_spread(Z)))
     res["state_residual"] = [_lists(rank_one_residual(h)) for h in states]
-    # consecutive layers (step 1) and layers two apart (step 2): the E1 distances and the head-matched one
+    # consecutive layers (step 1) and layers two apart (step 2): the E1 distances and the head-matched one; for
+    # consecutive layers also the E1 chapter's cross-passage null of tv_norm (passage b against passage b + 1's next
+    # layer, over the pair's own distance from uniform), the fair null of the reuse statement
     causal = not encoder
     for step, tag in ((1, ""), (2, "2")):
         pairs = list(zip(range(len(walks) - step), range(step, len(walks))))
         res["tv" + tag] = [_lists(M.walk_distance(walks[a], walks[b])) for a, b in pairs]
         res["tv_norm" + tag] = [_lists(M.normalised_walk_distance(walks[a], walks[b], causal)) for a, b in pairs]
+    res["tv_norm_cross"] = [_lists(M.cross_passage_distance(walks[a], walks[a + 1],
+                                                            M.uniform_scale(walks[a], walks[a + 1], causal)))
+                            for a in range(len(walks) - 1)]
     return res
 
 
@@ -101,11 +109,15 @@ def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, 
     Returns ``{"natural": {...}, "random": {"rate", "score"}, "repeated": {"rate", "score", "spread"}}``;
     the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
     ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
-    layers) and the same three with suffix ``2`` (layers two apart). :func:`known_results` calls it for
-    the model and its null; the tests run it on tiny random models.
+    layers), the same three with suffix ``2`` (layers two apart) and ``tv_norm_cross`` (adjacent layers, passage
+    ``b`` against passage ``b + 1``'s next layer: :func:`connlap_lite.metrics.cross_passage_distance`).
+    :func:`known_results` calls it for the model and its null; the tests run it on tiny random models.
+    ``n_passages`` must be at least 2 (the cross-passage null pairs passages).
 
     Chapter: *Known results, reproduced*.
     """
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and the cross-passage null need two passages")
     encoder = describe(model)["encoder"]
     natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
     out = {"natural": _natural_pass(model, natural, encoder)}
@@ -162,6 +174,8 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     from ..nulls import random_like
 
     name = model_name(name)
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and the cross-passage null need two passages")
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                 eps=EPS, null_seed=NULL_SEED, corpus_digest=corpus_digest("pydoc") if texts is None else None)
     identity = folder_identity(name)
