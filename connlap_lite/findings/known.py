@@ -15,6 +15,8 @@ from ..known.sinks import INPUTS, middle_layers
 from ..known.history import rule_changes
 from ..known.statements import STATEMENTS, interval, side, verdict_counts, verdict_table
 from ..prose import names, who
+from ..record import random_nulls
+from ..verdicts import MIN_PASSAGES, MIN_SEEDS
 
 KEYS = ("known_summary", "known_grid_take", "known_verdict", "known_tokens", "known_sinks", "known_special",
         "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree",
@@ -71,10 +73,14 @@ def sinks(reports: dict[str, dict]) -> str:
     for m in models:
         row = rows[m]["sink_order"]
         nat, rnd, rep = row["trained"]
-        (d1, lo1, hi1), (d2, lo2, hi2) = row["tested"]
-        step = ("the published order holds" if row["verdict"] == "agree" else
-                f"a step is reversed beyond the noise: natural minus random is {d1:+.2f} [{lo1:+.2f}, {hi1:+.2f}], "
-                f"random minus repeated {d2:+.2f} [{lo2:+.2f}, {hi2:+.2f}]")
+        (d1, lo1, hi1), (d2, lo2, hi2), (d, lo, hi) = row["tested"]
+        steps = (f"natural minus random is {d1:+.2f} [{lo1:+.2f}, {hi1:+.2f}], random minus repeated {d2:+.2f} "
+                 f"[{lo2:+.2f}, {hi2:+.2f}]")
+        step = {"agree": f"natural minus repeated, {d:+.2f} [{lo:+.2f}, {hi:+.2f}], lies above 0 and no step is "
+                         "reversed",
+                "disagree": f"a step is reversed beyond the noise: {steps}",
+                "inconclusive": f"no step is reversed, and natural minus repeated, {d:+.2f} [{lo:+.2f}, {hi:+.2f}], "
+                                "does not lie above 0 either"}.get(row["verdict"], steps)
         null = ", ".join(f"{v:.2f}" for v in row["null"])
         lines.append(f"- `{m}`: natural {nat:.2f}, random {rnd:.2f}, repeated {rep:.2f} (random init: {null}); "
                      f"{step}: **{row['verdict']}**.")
@@ -151,36 +157,50 @@ def rank(reports: dict[str, dict]) -> tuple[str, str]:
     return "\n".join(lines), " ".join(out)
 
 
+def _seeds(rep) -> list[str]:
+    """The random-init seeds that carry the column-sum defect (``random0`` and the further ones)."""
+    return [s for s in random_nulls(rep) if "column_defect" in rep["conditions"][s].get("natural", {})]
+
+
 def doubly_stochastic(reports: dict[str, dict]) -> str:
-    """Sander et al.'s column sums (``known_ds``)."""
+    """Sander et al.'s column sums (``known_ds``): each model's defect against its random-init seeds, and for
+    the encoder what the rule's two tests say."""
     rows = rows_of(reports)
     lines = []
     for m, rep in reports.items():
-        row = rows[m]["sinkformer"]
+        row, seeds = rows[m]["sinkformer"], _seeds(rep)
         ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
-        ns0 = float(np.mean(_cond(rep, "random0")["natural"]["column_defect_nosink"]))
-        lines.append(f"- `{m}`: defect {row['trained']:.2f} trained, {row['null']:.2f} at random init; with the "
-                     f"sinks removed {ns:.2f} and {ns0:.2f}: **{row['verdict']}**.")
+        ns0 = float(np.mean([np.mean(_cond(rep, s)["natural"]["column_defect_nosink"]) for s in seeds]))
+        lines.append(f"- `{m}`: defect {row['trained']:.2f} trained, {row['null']:.2f} at random init"
+                     + (f" (the mean of {len(seeds)} seeds)" if len(seeds) > 1 else "")
+                     + f"; with the sinks removed {ns:.2f} and {ns0:.2f}: **{row['verdict']}**.")
     for m, rep in reports.items():
         row = rows[m]["sinkformer"]
-        if not rep["encoder"] or row["verdict"] != "disagree":
+        if not rep["encoder"] or row["verdict"] == "not comparable":
             continue
-        d, lo, hi = row["tested"][0]                             # null minus trained defect, and its interval
+        d, lo, hi = row["tested"][0]                       # the seeds' mean minus the trained defect, per passage
         ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
-        if hi < 0:
-            lines.append(f"\nThe encoder ends training *farther* from doubly stochastic than it starts: its defect "
-                         f"is {row['trained']:.2f} trained and {row['null']:.2f} at random initialisation (null "
-                         f"minus trained {d:+.2f} [{lo:+.2f}, {hi:+.2f}])"
+        numbers = (f"the seeds' mean minus the trained defect is {d:+.2f} [{lo:+.2f}, {hi:+.2f}] over passages, and "
+                   f"with the {row['seeds']} seeds as units the trained defect lies below them with p = "
+                   f"{row['p_below']:.2g}, above them with p = {row['p_above']:.2g}")
+        if row["verdict"] == "disagree":
+            lines.append(f"\nThe encoder ends training *farther* from doubly stochastic than its random "
+                         f"initialisations: {numbers}"
                          + (". The uniform walk is exactly doubly stochastic, so an initialisation this close to "
                             "it leaves little to approach" if row["null"] < 0.1 else "")
                          + (f"; with the sinks removed the trained defect falls to {ns:.2f}, so the sinks make "
                             f"{1 - ns / row['trained']:.0%} of it." if ns < row["trained"] else
                             f"; with the sinks removed the trained defect is {ns:.2f}."))
+        elif row["verdict"] == "agree":
+            lines.append(f"\nThe encoder ends training closer to doubly stochastic than its random "
+                         f"initialisations: {numbers}.")
+        elif row["verdict"] == "inconclusive":
+            lines.append(f"\nThe encoder is not clearly closer to doubly stochastic than its random "
+                         f"initialisations, nor farther: {numbers}.")
         else:
-            lines.append(f"\nThe encoder does not end training closer to doubly stochastic than it starts, beyond "
-                         f"the noise: its defect is {row['trained']:.2f} trained and {row['null']:.2f} at random "
-                         f"initialisation, and the interval of the difference (null minus trained), "
-                         f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}], does not lie above 0.")
+            lines.append(f"\nFor the encoder the rule says **{row['verdict']}**: it needs "
+                         f"{MIN_PASSAGES} passages and {MIN_SEEDS} random-init seeds with finite defects, and has "
+                         f"{len(_cond(rep)['natural']['rate'])} passages and {row['seeds']} seeds.")
     return "\n".join(lines)
 
 
@@ -226,10 +246,14 @@ def changes(reports: dict[str, dict]) -> str:
     lines = []
     for c in rule_changes(list(reports.values())):
         lines.append(f"- **Rule {c['from']} -> rule {c['to']}, changed {c['date']}.**")
-        for key, (old, new, why) in c["changes"].items():
-            who = "; ".join(f"`{m}` {a} -> {b}" for (k, m), (a, b) in c["verdicts"].items() if k == key)
-            lines.append(f"  - *{STATEMENTS[key][3]}*. Before: {old}. Now: {new}. Why: {why}. "
-                         f"Verdicts, old -> new: {who}.")
+        for part in c["parts"]:
+            what = "; ".join(STATEMENTS[k][3] for k in part["statements"])
+            lines.append(f"  - *{what}*. Before: {part['old']}. Now: {part['new']}. Why: {part['why']}.")
+        lines.append("  - Verdicts, old -> new (a change in bold):")
+        for key in dict.fromkeys(k for k, _ in c["verdicts"]):
+            who = "; ".join(f"`{m}` " + (f"{a} -> {b}" if a == b else f"**{a} -> {b}**")
+                            for (k, m), (a, b) in c["verdicts"].items() if k == key)
+            lines.append(f"    - {STATEMENTS[key][3]}: {who}.")
     return "\n".join(lines)
 
 

@@ -30,8 +30,12 @@ from .stream import norm_weighted_walk, residual_stream, transported
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
 # 2026-12-01.2: passages within one text (the packaged corpora).
 # 2026-12-02.1: tv_norm_cross, the E1 chapter's cross-passage null of tv_norm, for the reuse statement.
-SCHEMA = "2026-12-02.1"
+# 2026-12-02.2: an encoder's column-sum defects at random-init seeds random1 to random4 too (the sinkformer statement
+#               compares with the seeds as units).
+SCHEMA = "2026-12-02.2"
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
+NULL_SEEDS = 5            # random<k> = random_like(model, NULL_SEED + k), as in the empirical chapters; the further
+                          # seeds carry the column-sum defect only, and only in an encoder (where it is comparable)
 
 
 def _lists(x: torch.Tensor) -> list:
@@ -126,6 +130,14 @@ def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, 
     return out
 
 
+def seed_defects(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
+    """The column-sum defects of ``model`` (a further random-init seed) on the natural passages :func:`measure`
+    reads: ``{"natural": {"column_defect": ..., "column_defect_nosink": ...}}``, per layer and passage."""
+    encoder = describe(model)["encoder"]
+    res = _natural_pass(model, make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts), encoder)
+    return {"natural": {k: res[k] for k in ("column_defect", "column_defect_nosink")}}
+
+
 def absolute_positions(model) -> bool:
     """True if the model adds learned absolute position embeddings to its tokens (BERT, GPT-2).
 
@@ -162,8 +174,9 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
 
     Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
     conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
-    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage) and ``verdicts``
-    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
+    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage; an encoder adds
+    ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`, which the sinkformer
+    statement compares with as units) and ``verdicts`` (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
     :func:`connlap_lite.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
     the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the verdicts are
     recomputed on every call.  (``_load``: :func:`connlap_lite.analyze`'s model, tokenizer and null
@@ -177,7 +190,8 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     n_passages = check_int(n_passages, "n_passages", low=2,
                            why="bootstrap intervals and the cross-passage null need two passages")
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
-                eps=EPS, null_seed=NULL_SEED, corpus_digest=corpus_digest("pydoc") if texts is None else None)
+                eps=EPS, null_seed=NULL_SEED, null_seeds=NULL_SEEDS,
+                corpus_digest=corpus_digest("pydoc") if texts is None else None)
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
 
@@ -196,8 +210,12 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
                   "seed": seed, "eps": EPS, "main": main, "conditions": {}}
         report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
         report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
+        del null
+        for k in range(1, NULL_SEEDS if facts["encoder"] else 1):   # a forward pass each: seconds for MiniLM
+            report["conditions"][f"random{k}"] = seed_defects(random_like(model, NULL_SEED + k), tok, n_passages,
+                                                              n_tokens, seed=seed, texts=texts)
         report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
-                               for c, v in report["conditions"].items()}
+                               for c, v in report["conditions"].items() if set(INPUTS) <= set(v)}
         report["seconds"] = time.perf_counter() - start
         return report
 
