@@ -14,13 +14,13 @@ import torch
 from ..known.sinks import INPUTS, middle_layers
 from ..known.history import rule_changes
 from ..known.statements import STATEMENTS, interval, side, verdict_counts, verdict_table
-from ..prose import names, who
+from ..prose import names, span, who
 from ..record import random_nulls
 from ..verdicts import MIN_PASSAGES, MIN_SEEDS
 
 KEYS = ("known_summary", "known_grid_take", "known_verdict", "known_tokens", "known_sinks", "known_special",
         "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree",
-        "known_rule_changes")
+        "known_rule_changes", "known_sinks_take", "known_special_take", "known_ds_take", "known_reuse_take")
 
 
 def rows_of(reports: dict[str, dict]) -> dict[str, dict[str, dict]]:
@@ -257,6 +257,57 @@ def changes(reports: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def sinks_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the sink figure's caption (``known_sinks_take``): trained sink rates on natural text
+    against the largest rate at random initialisation."""
+    trained = [_rate(rep, "trained", "natural")[0] for rep in reports.values()]
+    null = max(_rate(rep, "random0", i)[0] for rep in reports.values() for i in INPUTS)
+    if min(trained) > null:
+        return (f"Trained models make sinks that random ones do not: on natural text a share of {span(trained)} of "
+                f"the heads are sinks, at random initialisation at most {null:.2f} on any input.")
+    return (f"On natural text a share of {span(trained)} of the trained heads are sinks, and random initialisation "
+            f"reaches {null:.2f} on some input: not every sink comes from training.")
+
+
+def special_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the special-token figure's caption (``known_special_take``): how much of the sinks'
+    attention-weighted mass the norm-weighted walk keeps."""
+    rows = rows_of(reports)
+    kept = {m: n / w for m in reports for w, n in [rows[m]["kobayashi_norm"]["trained"]] if w > 0}
+    if not kept:
+        return "No model pays its sinks any attention, so there is nothing for the norm weighting to remove."
+    half = [m for m, r in kept.items() if r >= 0.5]
+    return (f"Weighting each edge by what it carries leaves the sinks {span(kept.values(), '{:.0%}')} of the mass "
+            "the attention weights give them" + (f", more than half in {names(half)}." if half else "."))
+
+
+def ds_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the column-sum figure's caption (``known_ds_take``): what the rule says for each
+    encoder."""
+    rows = rows_of(reports)
+    out = []
+    for m in (m for m, rep in reports.items() if rep["encoder"]):
+        row = rows[m]["sinkformer"]
+        what = {"agree": "ends training closer to doubly stochastic than its random initialisations",
+                "disagree": "ends training farther from doubly stochastic than its random initialisations",
+                "inconclusive": "is neither clearly closer to doubly stochastic than its random initialisations nor "
+                                "farther"}.get(row["verdict"], f"gets no comparison ({row['verdict']})")
+        out.append(f"`{m}` {what} (defect {row['trained']:.2f} against {row['null']:.2f}).")
+    return " ".join(out) if out else "Every model here is a decoder, so none is comparable."
+
+
+def reuse_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the reuse figure's caption (``known_reuse_take``): each part's agreement, by model."""
+    rows = rows_of(reports)
+    models = [m for m in reports if rows[m]["reuse"].get("tested")]
+    if not models:
+        return "No model has three layers, so no pair of layers lies two apart."
+    own = [m for m in models if side(rows[m]["reuse"]["tested"][1]) == "agree"]
+    adjacent = [m for m in models if side(rows[m]["reuse"]["tested"][0]) == "agree"]
+    return (f"A passage's consecutive layers are closer than a layer and another passage's next layer in "
+            f"{who(own, models)}, and adjacent layers closer than layers two apart in {who(adjacent, models)}.")
+
+
 def disagreements(reports: dict[str, dict]) -> str:
     """The list of the statement-model pairs that disagree (``known_disagree``)."""
     out = [f"- `{r['model']}`: {r['statement']} ({r['result'].lower()})"
@@ -275,6 +326,8 @@ def paragraphs(reports: dict[str, dict]) -> dict[str, str]:
            "known_sinks": sinks(reports), "known_special": special(reports), "known_rank": rank_text,
            "known_rank_states": states, "known_ds": doubly_stochastic(reports), "known_reuse": reuse(reports),
            "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports),
-           "known_rule_changes": changes(reports)}
+           "known_rule_changes": changes(reports), "known_sinks_take": sinks_take(reports),
+           "known_special_take": special_take(reports), "known_ds_take": ds_take(reports),
+           "known_reuse_take": reuse_take(reports)}
     assert tuple(out) == KEYS
     return out

@@ -18,6 +18,7 @@ analyze MODEL --json`` (key ``known_results``) compute the same numbers.
 ``column_sum_defect(P)``       distance of a walk from doubly stochastic (Sander et al.)
 ``head_matched_distance``      Bhojanapalli et al.'s comparison of heads in two layers
 ``known_results(name)``        everything above on one model and its random-init null (cached JSON)
+``natural_record(report)``     its natural-text measurements in the shape that ``connlap_lite.record`` reads
 ``verdicts(report)``           the chapter's rule, per statement: agree / disagree / inconclusive /
                                insufficient data / not comparable / undefined (``VERDICTS``); ``side``,
                                ``order`` and ``below_seeds`` are its three ways of reading intervals
@@ -40,7 +41,8 @@ Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .history import RULE_CHANGES, rule_changes, verdicts_rule1
-from .report import NULL_SEED, NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, seed_defects
+from .report import (NULL_SEED, NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record,
+                     seed_defects)
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
 from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, below_seeds, interval, order, side,
@@ -53,6 +55,7 @@ __all__ = [
     "residual_stream", "transported", "norm_weighted_walk",
     "rank_one_residual", "token_spread", "column_sum_defect", "head_matched_distance",
     "SCHEMA", "NULL_SEED", "NULL_SEEDS", "measure", "seed_defects", "absolute_positions", "known_results",
+    "natural_record",
     "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "side", "order", "below_seeds", "verdicts",
     "toy_report",
     "verdict_table", "verdict_counts", "RULE_CHANGES", "verdicts_rule1", "rule_changes",

@@ -138,6 +138,19 @@ def seed_defects(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int 
     return {"natural": {k: res[k] for k in ("column_defect", "column_defect_nosink")}}
 
 
+def natural_record(report: dict) -> dict:
+    """The natural-text measurements of a :func:`known_results` report in the shape of an
+    :func:`connlap_lite.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
+    record's readers (:func:`connlap_lite.record.layer_means`, :func:`connlap_lite.record.layer_curve`) read them.
+
+    >>> from connlap_lite.known import toy_report
+    >>> from connlap_lite.record import layer_means
+    >>> [round(float(v), 4) for v in layer_means(natural_record(toy_report()), "head_tv")]
+    [0.1035, 0.1035]
+    """
+    return {"conditions": {c: v["natural"] for c, v in report["conditions"].items()}}
+
+
 def absolute_positions(model) -> bool:
     """True if the model adds learned absolute position embeddings to its tokens (BERT, GPT-2).
 
