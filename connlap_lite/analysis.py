@@ -125,7 +125,7 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
     if B > 1:
         for tag, A, C, yardstick in (("", P, Q, scale), ("_nosink", Pn, Qn, scale_nosink)):
             others = (C.sum(0, keepdim=True) - C) / (B - 1)
-            out["cross_passage_tv_norm" + tag] = M.over_scale(M.walk_distance(A, C.roll(-1, 0)), yardstick)
+            out["cross_passage_tv_norm" + tag] = M.cross_passage_distance(A, C, yardstick)
             out["positional_tv_norm" + tag] = M.over_scale(M.walk_distance(A, others), yardstick)
     return out
 

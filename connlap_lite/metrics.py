@@ -12,6 +12,8 @@ E1, attention graphs settle into stable operators with depth:
 ``uniform_walk(n, causal)``       the reference walk: rows uniform over allowed keys;
 ``normalised_walk_distance``      ``walk_distance(P, Q)`` over the mean distance of ``P``
                                   and ``Q`` from the uniform walk (chapter *E1*: near-uniform nulls);
+``cross_passage_distance``        the cross-passage null: passage b's walk against passage b + 1's next
+                                  walk, over the trained pair's own distance from uniform;
 ``sym_spectrum(P)``               eigenvalues of the symmetrised normalised Laplacian
                                   ``I - D^{-1/2} S D^{-1/2}``, ``S = (P + P^T)/2``: real, in [0, 2],
                                   defined for causal walks too;
@@ -126,6 +128,25 @@ def over_scale(distance: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     (both walks equal the uniform walk: 0/0, never a small number over a clamp)."""
     ratio = torch.where(scale > 0, distance / scale.clamp_min(1e-300), torch.full_like(scale, float("nan")))
     return undefined(ratio, "normalised_walk_distance", "both walks equal the uniform walk (0/0)")
+
+
+def cross_passage_distance(P: torch.Tensor, Q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """The cross-passage null of a step from walks ``P`` to ``Q`` ``(B, n, n)``: passage ``b``'s walk ``P[b]``
+    against the next walk of passage ``b + 1``, ``Q[b + 1]`` (the last passage against the first), over
+    ``scale``, the trained pair's own :func:`uniform_scale`: one yardstick for the step and its null.  ``(B,)``;
+    needs two passages.
+
+    >>> U = uniform_walk(4, causal=False)
+    >>> I = torch.eye(4, dtype=torch.float64)
+    >>> P = torch.stack([0.5 * U + 0.5 * I, I])
+    >>> [round(float(v), 3) for v in cross_passage_distance(P, P, uniform_scale(P, P, False))]
+    [1.0, 0.5]
+    """
+    P, Q = _pair(P, Q)
+    if P.ndim < 3 or P.shape[0] < 2:
+        raise ValueError(f"P and Q must hold the walks of at least two passages, shape (B, n, n) with B >= 2, got "
+                         f"shape {tuple(P.shape)}: a cross-passage null pairs each passage with another")
+    return over_scale(walk_distance(P, Q.roll(-1, 0)), scale)
 
 
 def sym_spectrum(P: torch.Tensor) -> torch.Tensor:

@@ -244,9 +244,59 @@ def test_known_results_paragraphs_on_toy_reports():
     n_agree = sum(r["verdict"] == "agree" for r in rows)
     assert f"{n_agree} *agree*" in says["known_summary"]
     assert says["known_tokens"] == "64"
+    assert "**Rule 1 -> rule 2, changed 2026-12-02.**" in says["known_rule_changes"]
+    assert all(f"`{m}` " in says["known_rule_changes"] for m in reports)
+    assert "next layer of another passage" in says["known_reuse"]
     reports["dec"]["tokens"] = 32
     with pytest.raises(ValueError, match="one passage length"):
         FK.paragraphs(reports)
+
+
+def test_known_results_sentences_follow_the_synthetic_reports():
+    """findings.known on connlap_lite.synthetic.known reports whose answers are known: the captions' takeaways and
+    the paragraphs say what the rows say, each way round."""
+    import warnings
+
+    from connlap_lite import known as K
+    from connlap_lite import synthetic as Y
+    from connlap_lite.findings import known as FK
+
+    def book(**kw):
+        reports = {}
+        for name, encoder in (("enc", True), ("dec", False)):
+            rep = Y.known(model=name, encoder=encoder, seed=len(reports), **kw)
+            rep["verdicts"] = K.verdicts(rep)
+            reports[name] = rep
+        return reports, FK.paragraphs(reports)
+
+    strong = dict(effect=4.0, effects={"sinkformer": 10.0, "proposition": 1.0, "sink_repeated": 0.0})
+    reports, says = book(**strong)
+    assert tuple(says) == FK.KEYS
+    assert "every model" in says["known_reuse_take"].split(", and")[0]
+    assert "ends training closer to doubly stochastic" in says["known_ds_take"] and "`enc`" in says["known_ds_take"]
+    assert "**agree**" in says["known_ds"] and "with the 5 seeds as units" in says["known_ds"]
+    assert "lies above 0 and no step is reversed: **agree**" in says["known_sinks"]
+    assert says["known_sinks_take"].startswith("Trained models make sinks that random ones do not")   # 0.38 > 0.30
+
+    reports, says = book(effects={"sinkformer": -10.0, "reuse": (0.0, -4.0), "sink_order": -4.0})
+    assert "no model" in says["known_reuse_take"].split(", and")[0]
+    assert "farther from doubly stochastic" in says["known_ds_take"]
+    assert "a step is reversed beyond the noise" in says["known_sinks"]
+    assert all(f"**{r['verdict']}**" in says["known_table"] for rep in reports.values() for r in rep["verdicts"])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reports, says = book(passages=6, **strong)
+    assert "**insufficient data**" in says["known_ds"] and "gets no comparison (insufficient data)" in says["known_ds_take"]
+    assert "*insufficient data*" in says["known_summary"]
+
+    for rep in reports.values():                     # a null with sinks on some input: the caption says so
+        rep["conditions"]["random0"]["natural"]["rate"] = [0.9] * 6
+    assert "not every sink comes from training" in FK.sinks_take(reports)
+    rows = FK.rows_of(reports)
+    kept = [rows[m]["kobayashi_norm"]["trained"][1] / rows[m]["kobayashi_norm"]["trained"][0] for m in reports]
+    assert FK.special_take(reports).startswith("Weighting each edge by what it carries leaves the sinks "
+                                               f"{min(kept):.0%}")
 
 
 def test_beyond_paragraphs_from_synthetic_statistics(e1_book):

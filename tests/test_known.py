@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports
+from connlap_lite._backend import UndefinedWarning
+from connlap_lite import attention_walks
 from connlap_lite import exercises as E
 from connlap_lite import known as K
 from connlap_lite import metrics as M
@@ -203,19 +205,32 @@ def test_each_verdict_turns_when_its_numbers_do():
         edit(rep, rep["conditions"]["trained"], rep["conditions"]["random0"])
         return {r["key"]: r["verdict"] for r in K.verdicts(rep)}
 
+    def around(x, b=0.01):                                    # 8 passages whose mean is x, spread +-b
+        return [x + b * (-1) ** k for k in range(8)]
+
     def reverse(rep, t, z):
-        t["random"]["rate"] = [0.9, 0.95, 0.97]
+        t["random"]["rate"] = around(0.9)
     assert flip(reverse)["sink_order"] == "disagree"
 
-    def tie(rep, t, z):
+    def tie(rep, t, z):                                       # ties everywhere: no reversal, and no drop either
+        t["random"]["rate"] = t["repeated"]["rate"] = list(t["natural"]["rate"])
+    assert flip(tie)["sink_order"] == "inconclusive"
+
+    def one_tie(rep, t, z):                                   # >= allows a tie in one step
         t["random"]["rate"] = list(t["natural"]["rate"])
-    assert flip(tie)["sink_order"] == "agree"                  # >= allows ties
+    assert flip(one_tie)["sink_order"] == "agree"
 
     def repeated_sink(rep, t, z):
-        t["repeated"]["rate"] = [0.0, 0.1, 0.0]
-        t["repeated"]["spread"][2] = [0.0, 1e-3, 0.0]
+        t["repeated"]["rate"] = [0.0, 0.1] + [0.0] * 6
+        t["repeated"]["spread"][2] = [0.0, 1e-3] + [0.0] * 6
     v = flip(repeated_sink)
     assert v["sink_repeated"] == "disagree" and v["proposition"] == "disagree"
+
+    def undefined(rep, t, z):                                 # the exact statements too: undefined, not disagree
+        t["repeated"]["rate"][3] = t["repeated"]["spread"][1][3] = float("nan")
+    with pytest.warns(UndefinedWarning):
+        v = flip(undefined)
+    assert v["sink_repeated"] == v["proposition"] == v["sink_order"] == "undefined"
 
     def absolute(rep, t, z):
         rep["absolute_positions"] = True
@@ -228,22 +243,88 @@ def test_each_verdict_turns_when_its_numbers_do():
     assert v["clark_sep"] == v["sinkformer"] == "not comparable"
 
     def no_collapse(rep, t, z):
-        t["natural"]["walk_residual"][-1] = [0.5, 0.5, 0.5]
-        t["natural"]["state_residual"][-1] = [0.01, 0.02, 0.01]
+        t["natural"]["walk_residual"][-1] = [0.5] * 8
+        t["natural"]["state_residual"][-1] = around(0.015, 0.005)
     v = flip(no_collapse)
     assert v["dong_walks"] == v["dong_skip"] == "disagree"
 
     def weak_norm(rep, t, z):
-        t["natural"]["norm_sinks"] = [[0.5, 0.5, 0.5]] * 3
+        t["natural"]["norm_sinks"] = [[0.5] * 8] * 3
     assert flip(weak_norm)["kobayashi_norm"] == "disagree"
 
     def closer_to_ds(rep, t, z):
-        z["natural"]["column_defect"] = [[0.9, 0.9, 0.9]] * 3
+        t["natural"]["column_defect"] = [around(0.01, 0.001)] * 3
     assert flip(closer_to_ds)["sinkformer"] == "agree"
 
+    def seeds_spread_wide(rep, t, z):                         # the seeds vary more than the gap: no verdict
+        t["natural"]["column_defect"] = [around(0.03, 0.001)] * 3
+        for k, level in enumerate((0.01, 0.09, 0.02, 0.08, 0.05)):
+            rep["conditions"][f"random{k}"]["natural"]["column_defect"] = [around(level, 0.001)] * 3
+    assert flip(seeds_spread_wide)["sinkformer"] == "inconclusive"
+
+    def one_seed(rep, t, z):
+        for k in range(1, 5):
+            del rep["conditions"][f"random{k}"]
+    assert flip(one_seed)["sinkformer"] == "insufficient data"
+
+    def few_passages(rep, t, z):                              # below 8 passages: statistical statements only
+        for cond in rep["conditions"].values():
+            for group in cond.values():
+                for key, v in group.items():
+                    group[key] = v[:7] if not isinstance(v[0], list) else [x[:7] for x in v]
+    v = flip(few_passages)
+    assert {v[k] for k in ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer",
+                           "reuse")} == {"insufficient data"}
+    assert v["sink_repeated"] == v["proposition"] == "agree"
+
     def adjacent_far(rep, t, z):
-        t["natural"]["head_tv"] = [[0.3, 0.3, 0.3]] * 2
+        t["natural"]["head_tv"] = [[0.3] * 8] * 2
     assert flip(adjacent_far)["reuse"] == "disagree"
+
+    def like_another_passage(rep, t, z):                      # the own next layer no closer than another passage's
+        t["natural"]["tv_norm_cross"] = [list(v) for v in t["natural"]["tv_norm"]]
+        t["natural"]["tv_norm_cross"][0] = around(0.52)
+    assert flip(like_another_passage)["reuse"] == "inconclusive"
+
+    def another_passage_closer(rep, t, z):
+        t["natural"]["tv_norm_cross"] = [around(0.2)] * 2
+    assert flip(another_passage_closer)["reuse"] == "disagree"
+
+    def untrained_far(rep, t, z):                             # the random-init null is shown, not tested
+        z["natural"]["tv_norm"] = [[0.01] * 8] * 2
+    assert flip(untrained_far)["reuse"] == "agree"
+
+
+def test_reuse_was_against_random_init_and_is_now_against_another_passage():
+    """The dated rule change: the old rule beat the near-uniform random-init null by construction; the new one
+    says inconclusive when a passage's next layer is no closer than another passage's (and the rule in force is
+    the change's new rule)."""
+    rep = K.toy_report()
+    nat = rep["conditions"]["trained"]["natural"]
+    nat["tv_norm_cross"] = [list(v) for v in nat["tv_norm"]]        # another passage's next layer as close
+    old = {r["key"]: r["verdict"] for r in K.verdicts_rule1(rep)}
+    new = {r["key"]: r["verdict"] for r in K.verdicts(rep)}
+    assert (old["reuse"], new["reuse"]) == ("agree", "inconclusive")
+    (change,) = [c for c in K.rule_changes([rep]) if ("reuse", "toy") in c["verdicts"]]
+    assert change["verdicts"][("reuse", "toy")] == ("agree", "inconclusive") and change["date"] == "2026-12-02"
+    assert all(key in K.STATEMENTS for c in K.RULE_CHANGES for part in c["parts"] for key in part["statements"])
+
+
+def test_the_cross_passage_null_is_the_one_analysis_registers():
+    """tv_norm_cross and analysis's cross_passage_tv_norm are one quantity: metrics.cross_passage_distance."""
+    from connlap_lite import analysis
+
+    for causal in (False, True):
+        P, Q = softmax_walks((3, 6, 6), causal, seed=3), softmax_walks((3, 6, 6), causal, seed=4)
+        mine = M.cross_passage_distance(P, Q, M.uniform_scale(P, Q, causal))
+        theirs = analysis._step_metrics(P, Q, [], causal)["cross_passage_tv_norm"]
+        assert torch.equal(mine, theirs)
+        by_hand = torch.stack([M.walk_distance(P[b], Q[(b + 1) % 3]) for b in range(3)])
+        assert torch.allclose(mine, by_hand / M.uniform_scale(P, Q, causal), atol=1e-14)
+    with pytest.raises(ValueError, match="at least two passages"):
+        M.cross_passage_distance(P[:1], Q[:1], M.uniform_scale(P[:1], Q[:1], True))
+    with pytest.raises(ValueError, match="n_passages must be at least 2"):
+        K.known_results("minilm-l6", n_passages=1)
 
 
 def test_verdict_table_and_counts():
@@ -254,7 +335,8 @@ def test_verdict_table_and_counts():
     clark = next(line for line in table if "[SEP]" in line)
     assert clark.endswith("| **not comparable** |") and "{cite}`clark2019what`" in clark
     counts = K.verdict_counts(reports).splitlines()
-    assert counts[-2] == "- **all** (18): *agree* 15, *disagree* 1, *inconclusive* 0, *not comparable* 2, *undefined* 0"
+    assert counts[-2] == ("- **all** (18): *agree* 15, *disagree* 1, *inconclusive* 0, *insufficient data* 0, "
+                          "*not comparable* 2, *undefined* 0")
     assert counts[-1] == "- *disagree*: `toy` (training approaches doubly stochastic)"
 
 
@@ -317,7 +399,11 @@ def test_natural_pass_on_a_tiny_decoder(tiny_llama):
     L = tiny_llama.config.num_hidden_layers
     assert len(res["mass_first"]) == len(res["column_defect"]) == L and len(res["mass_first"][0]) == 3
     assert len(res["walk_residual"]) == len(res["state_residual"]) == L + 1
-    assert len(res["tv"]) == len(res["head_tv"]) == L - 1 and len(res["head_tv2"]) == L - 2
+    assert len(res["tv"]) == len(res["head_tv"]) == len(res["tv_norm_cross"]) == L - 1 and len(res["head_tv2"]) == L - 2
+    walks = [lw.attention.double().mean(1) for lw in attention_walks(tiny_llama, {"input_ids": ids}, progress=False)]
+    for a in range(L - 1):                                    # passage b against passage b + 1's next layer
+        scale = M.uniform_scale(walks[a], walks[a + 1], True)
+        assert np.allclose(res["tv_norm_cross"][a], M.cross_passage_distance(walks[a], walks[a + 1], scale), atol=1e-12)
     spread = np.array(res["walk_spread"])
     assert (np.diff(spread, axis=0) <= 1e-9).all()            # composed walks never widen a coordinate
     assert res["walk_residual"][0] == res["state_residual"][0]

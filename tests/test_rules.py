@@ -4,7 +4,8 @@ Size: how often a rule says "holds" (or "agree") without an effect: at most 5% o
 Power: how often it says so with an effect of the stated size: at least 80% of draws.
 The sizes used (per-passage noise 0.05, a shared passage effect 0.05, 16 passages, 12 layers, 5 seeds):
 E1 a margin below the strongest null growing from 0 to 0.1; E2 heads 0.02 and data 0.01 below their nulls;
-E3 a gap moving -0.05 per decade over five sizes (between-model spread 0.01); known results one spread.
+E3 a gap moving -0.05 per decade over five sizes (between-model spread 0.01); known results (8 passages, see
+KNOWN_EFFECT) 1.5 per-passage spreads, and for the sinkformer statement 5 seed spreads below five seeds.
 Every draw is seeded, so the rates are the same on every run.
 """
 import math
@@ -110,18 +111,89 @@ def test_e3_gap_is_against_the_strongest_registered_null():
 
 
 # ------------------------------------------------------------------ known results
-def test_known_statement_rule_size_and_power():
-    import torch
+# connlap_lite.synthetic.known: 8 passages (the make-test setting), 5 random-init seeds, every tested
+# difference with per-passage spread s = KNOWN_SPREAD; the effects below are in units of s.
+STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
+KNOWN_EFFECT = 1.5      # every statistical statement's difference 1.5 spreads on the published side (sink_order:
+                        # each step 1.5 spreads); reuse: both parts
+SEED_EFFECT = 5.0       # sinkformer: the trained defect 5 seed spreads below the seeds' mean
+KNOWN_SIZE_DRAWS = 400
+KNOWN_POWER_DRAWS = 100
 
-    def verdict(diff):
-        return K.side(K.interval(torch.tensor(diff)))
 
-    none = Y.statement(effect=0.0, draws=400, seed=1)
-    assert np.mean([verdict(d) == "agree" for d in none]) <= 0.05
-    assert np.mean([verdict(d) == "disagree" for d in none]) <= 0.05
-    effect = Y.statement(effect=1.0, draws=DRAWS, seed=2)
-    assert np.mean([verdict(d) == "agree" for d in effect]) >= 0.8
-    assert verdict([float("nan")] * 16) == "undefined"
+def known_verdicts(rule=K.verdicts, **kw) -> dict:
+    return {r["key"]: r["verdict"] for r in rule(Y.known(**kw))}
+
+
+@pytest.fixture(scope="module")
+def known_none():
+    """Verdicts of the rule in force and of rule 1 on reports without any effect (the repeated-token rate at its
+    latent 0.3, so that sink_order's steps are both 0)."""
+    from connlap_lite.known import history
+
+    new = [known_verdicts(seed=i) for i in range(KNOWN_SIZE_DRAWS)]
+    old = [known_verdicts(rule=history.verdicts_rule1, seed=i) for i in range(KNOWN_SIZE_DRAWS)]
+    return new, old
+
+
+@pytest.fixture(scope="module")
+def known_effect():
+    return [known_verdicts(seed=10_000 + i, effect=KNOWN_EFFECT,
+                           effects={"sink_repeated": 0.0, "proposition": 0.0, "sinkformer": SEED_EFFECT})
+            for i in range(KNOWN_POWER_DRAWS)]
+
+
+def share(rows, key, word="agree") -> float:
+    return float(np.mean([r[key] == word for r in rows]))
+
+
+@pytest.mark.parametrize("key", STATISTICAL)
+def test_known_statement_size_without_an_effect(known_none, key):
+    assert share(known_none[0], key) <= 0.05, key
+
+
+@pytest.mark.parametrize("parts", [(0.0, 3.0), (3.0, 0.0)])
+def test_known_reuse_size_when_only_one_part_holds(parts):
+    assert rate(lambda i: known_verdicts(seed=i, effects={"reuse": parts})["reuse"] == "agree", 200) <= 0.05
+
+
+@pytest.mark.parametrize("key", STATISTICAL)
+def test_known_statement_power(known_effect, key):
+    assert share(known_effect, key) >= 0.8, key
+
+
+@pytest.mark.parametrize("key", ["sink_repeated", "proposition"])
+def test_known_exact_statements_agree_exactly_when_they_hold(key):
+    assert rate(lambda i: known_verdicts(seed=i)[key] == "agree") == 0.0
+    assert rate(lambda i: known_verdicts(seed=i, effects={key: 1.0})[key] == "agree") == 1.0
+
+
+@pytest.mark.parametrize("key", list(K.STATEMENTS))
+def test_known_statement_on_a_nan_is_undefined(key):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                           # the UndefinedWarning of the NaN's mean
+        assert known_verdicts(seed=0, effect=KNOWN_EFFECT, effects={"sinkformer": SEED_EFFECT}, nan=key)[key] \
+            == "undefined"
+
+
+def test_known_statements_on_too_little_data_are_insufficient():
+    few = known_verdicts(seed=0, effect=3.0, passages=V.MIN_PASSAGES - 1, effects={"sinkformer": 10.0})
+    assert {few[k] for k in STATISTICAL} == {"insufficient data"}
+    assert few["sink_repeated"] == few["proposition"] == "agree"              # exact: no passages needed
+    seeds = known_verdicts(seed=0, effect=3.0, seeds=V.MIN_SEEDS - 1, effects={"sinkformer": 10.0})
+    assert seeds["sinkformer"] == "insufficient data" and seeds["clark_sep"] == "agree"
+
+
+def test_known_rule1_could_not_fail_or_ran_above_its_size(known_none):
+    """What the 2026-12-02 change fixed, measured on the same no-effect draws: rule 1's sink order agreed unless a
+    step was reversed, its sinkformer compared with one seed, and its plain interval at 8 passages said agree in
+    more than 5% of draws."""
+    new, old = known_none
+    assert share(old, "sink_order") >= 0.8 and share(new, "sink_order") <= 0.05
+    assert share(old, "sinkformer") > 0.1 and share(new, "sinkformer") <= 0.05
+    assert max(share(old, k) for k in ("clark_sep", "kobayashi_norm", "dong_walks", "dong_skip")) > 0.05
 
 
 # ------------------------------------------------------------------ non-finite values: undefined, named

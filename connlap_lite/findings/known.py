@@ -2,7 +2,7 @@
 :func:`connlap_lite.known.known_results` and the verdicts of :mod:`connlap_lite.known.statements`.
 
 :func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`verdict_cells` feeds the opening figure.
-Verdict words are the rows' (``agree``, ``disagree``, ``not comparable``), never chosen here.
+Verdict words are the rows' (:data:`connlap_lite.known.statements.VERDICTS`), never chosen here.
 
 Chapter: *Known results, reproduced*.
 """
@@ -12,11 +12,15 @@ import numpy as np
 import torch
 
 from ..known.sinks import INPUTS, middle_layers
-from ..known.statements import STATEMENTS, interval, verdict_counts, verdict_table
-from ..prose import names, who
+from ..known.history import rule_changes
+from ..known.statements import STATEMENTS, interval, side, verdict_counts, verdict_table
+from ..prose import names, span, who
+from ..record import random_nulls
+from ..verdicts import MIN_PASSAGES, MIN_SEEDS
 
 KEYS = ("known_summary", "known_grid_take", "known_verdict", "known_tokens", "known_sinks", "known_special",
-        "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree")
+        "known_rank", "known_rank_states", "known_ds", "known_reuse", "known_table", "known_disagree",
+        "known_rule_changes", "known_sinks_take", "known_special_take", "known_ds_take", "known_reuse_take")
 
 
 def rows_of(reports: dict[str, dict]) -> dict[str, dict[str, dict]]:
@@ -69,10 +73,14 @@ def sinks(reports: dict[str, dict]) -> str:
     for m in models:
         row = rows[m]["sink_order"]
         nat, rnd, rep = row["trained"]
-        (d1, lo1, hi1), (d2, lo2, hi2) = row["tested"]
-        step = ("the published order holds" if row["verdict"] == "agree" else
-                f"a step is reversed beyond the noise: natural minus random is {d1:+.2f} [{lo1:+.2f}, {hi1:+.2f}], "
-                f"random minus repeated {d2:+.2f} [{lo2:+.2f}, {hi2:+.2f}]")
+        (d1, lo1, hi1), (d2, lo2, hi2), (d, lo, hi) = row["tested"]
+        steps = (f"natural minus random is {d1:+.2f} [{lo1:+.2f}, {hi1:+.2f}], random minus repeated {d2:+.2f} "
+                 f"[{lo2:+.2f}, {hi2:+.2f}]")
+        step = {"agree": f"natural minus repeated, {d:+.2f} [{lo:+.2f}, {hi:+.2f}], lies above 0 and no step is "
+                         "reversed",
+                "disagree": f"a step is reversed beyond the noise: {steps}",
+                "inconclusive": f"no step is reversed, and natural minus repeated, {d:+.2f} [{lo:+.2f}, {hi:+.2f}], "
+                                "does not lie above 0 either"}.get(row["verdict"], steps)
         null = ", ".join(f"{v:.2f}" for v in row["null"])
         lines.append(f"- `{m}`: natural {nat:.2f}, random {rnd:.2f}, repeated {rep:.2f} (random init: {null}); "
                      f"{step}: **{row['verdict']}**.")
@@ -149,42 +157,56 @@ def rank(reports: dict[str, dict]) -> tuple[str, str]:
     return "\n".join(lines), " ".join(out)
 
 
+def _seeds(rep) -> list[str]:
+    """The random-init seeds that carry the column-sum defect (``random0`` and the further ones)."""
+    return [s for s in random_nulls(rep) if "column_defect" in rep["conditions"][s].get("natural", {})]
+
+
 def doubly_stochastic(reports: dict[str, dict]) -> str:
-    """Sander et al.'s column sums (``known_ds``)."""
+    """Sander et al.'s column sums (``known_ds``): each model's defect against its random-init seeds, and for
+    the encoder what the rule's two tests say."""
     rows = rows_of(reports)
     lines = []
     for m, rep in reports.items():
-        row = rows[m]["sinkformer"]
+        row, seeds = rows[m]["sinkformer"], _seeds(rep)
         ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
-        ns0 = float(np.mean(_cond(rep, "random0")["natural"]["column_defect_nosink"]))
-        lines.append(f"- `{m}`: defect {row['trained']:.2f} trained, {row['null']:.2f} at random init; with the "
-                     f"sinks removed {ns:.2f} and {ns0:.2f}: **{row['verdict']}**.")
+        ns0 = float(np.mean([np.mean(_cond(rep, s)["natural"]["column_defect_nosink"]) for s in seeds]))
+        lines.append(f"- `{m}`: defect {row['trained']:.2f} trained, {row['null']:.2f} at random init"
+                     + (f" (the mean of {len(seeds)} seeds)" if len(seeds) > 1 else "")
+                     + f"; with the sinks removed {ns:.2f} and {ns0:.2f}: **{row['verdict']}**.")
     for m, rep in reports.items():
         row = rows[m]["sinkformer"]
-        if not rep["encoder"] or row["verdict"] != "disagree":
+        if not rep["encoder"] or row["verdict"] == "not comparable":
             continue
-        d, lo, hi = row["tested"][0]                             # null minus trained defect, and its interval
+        d, lo, hi = row["tested"][0]                       # the seeds' mean minus the trained defect, per passage
         ns = float(np.mean(_cond(rep)["natural"]["column_defect_nosink"]))
-        if hi < 0:
-            lines.append(f"\nThe encoder ends training *farther* from doubly stochastic than it starts: its defect "
-                         f"is {row['trained']:.2f} trained and {row['null']:.2f} at random initialisation (null "
-                         f"minus trained {d:+.2f} [{lo:+.2f}, {hi:+.2f}])"
+        numbers = (f"the seeds' mean minus the trained defect is {d:+.2f} [{lo:+.2f}, {hi:+.2f}] over passages, and "
+                   f"with the {row['seeds']} seeds as units the trained defect lies below them with p = "
+                   f"{row['p_below']:.2g}, above them with p = {row['p_above']:.2g}")
+        if row["verdict"] == "disagree":
+            lines.append(f"\nThe encoder ends training *farther* from doubly stochastic than its random "
+                         f"initialisations: {numbers}"
                          + (". The uniform walk is exactly doubly stochastic, so an initialisation this close to "
                             "it leaves little to approach" if row["null"] < 0.1 else "")
                          + (f"; with the sinks removed the trained defect falls to {ns:.2f}, so the sinks make "
                             f"{1 - ns / row['trained']:.0%} of it." if ns < row["trained"] else
                             f"; with the sinks removed the trained defect is {ns:.2f}."))
+        elif row["verdict"] == "agree":
+            lines.append(f"\nThe encoder ends training closer to doubly stochastic than its random "
+                         f"initialisations: {numbers}.")
+        elif row["verdict"] == "inconclusive":
+            lines.append(f"\nThe encoder is not clearly closer to doubly stochastic than its random "
+                         f"initialisations, nor farther: {numbers}.")
         else:
-            lines.append(f"\nThe encoder does not end training closer to doubly stochastic than it starts, beyond "
-                         f"the noise: its defect is {row['trained']:.2f} trained and {row['null']:.2f} at random "
-                         f"initialisation, and the interval of the difference (null minus trained), "
-                         f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}], does not lie above 0.")
+            lines.append(f"\nFor the encoder the rule says **{row['verdict']}**: it needs "
+                         f"{MIN_PASSAGES} passages and {MIN_SEEDS} random-init seeds with finite defects, and has "
+                         f"{len(_cond(rep)['natural']['rate'])} passages and {row['seeds']} seeds.")
     return "\n".join(lines)
 
 
 def reuse(reports: dict[str, dict]) -> str:
-    """Bhojanapalli et al.'s neighbouring layers (``known_reuse``), each part with its interval, and where an
-    interval merely crosses 0 said so (the row's word covers both a reversal and no clear difference)."""
+    """Bhojanapalli et al.'s neighbouring layers (``known_reuse``): each part with its interval and its own word
+    (:func:`connlap_lite.known.statements.side`), the row's verdict, and the random-init numbers beside them."""
     rows = rows_of(reports)
     models = list(reports)
     lines = []
@@ -193,15 +215,18 @@ def reuse(reports: dict[str, dict]) -> str:
         if not row.get("tested"):
             lines.append(f"- `{m}`: **{row['verdict']}**.")
             continue
-        adj, two, tvn = row["trained"]
-        _, _, tvn0 = row["null"]
+        adj, two, tvn, cross = row["trained"]
+        _, _, tvn0, _ = row["null"]
         (d, lo, hi), (e, elo, ehi) = row["tested"]
+        parts = {"adjacent against two apart": side(row["tested"][0]),
+                 "own passage against another passage": side(row["tested"][1])}
         tv, tv0 = (float(np.mean(_cond(reports[m], c)["natural"]["tv"])) for c in ("trained", "random0"))
-        crosses = [name for name, (a, b) in (("adjacent against two apart", (lo, hi)),
-                                              ("trained against random init", (elo, ehi))) if a <= 0 <= b]
+        crosses = [name for name, word in parts.items() if word == "inconclusive"]
         lines.append(f"- `{m}`: head-matched distance {adj:.2f} for adjacent layers, {two:.2f} two apart "
-                     f"(difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]); tv_norm {tvn:.2f} against {tvn0:.2f} at random "
-                     f"init ({e:+.3f} [{elo:+.3f}, {ehi:+.3f}]), raw tv {tv:.2f} against {tv0:.2f}: "
+                     f"(difference {d:+.3f} [{lo:+.3f}, {hi:+.3f}]); tv_norm {tvn:.2f} against {cross:.2f} for the "
+                     f"next layer of another passage (difference {e:+.3f} [{elo:+.3f}, {ehi:+.3f}]); "
+                     + "; ".join(f"{name}: *{word}*" for name, word in parts.items())
+                     + f"; random init: tv_norm {tvn0:.2f}, raw tv {tv:.2f} trained against {tv0:.2f}: "
                      f"**{row['verdict']}**"
                      + (f" (the interval of {names(crosses)} contains 0: no clear difference, not a reversal)."
                         if crosses else "."))
@@ -210,8 +235,77 @@ def reuse(reports: dict[str, dict]) -> str:
     if reversed_:
         lines.append(f"\nOn the raw distance, {len(reversed_)} of {len(models)} trained models are *less* alike from "
                      "layer to layer than their random-init nulls: the near-uniform null, not a failure of the "
-                     "published result.")
+                     "published result, and the reason the rule compares with another passage instead.")
     return "\n".join(lines)
+
+
+def changes(reports: dict[str, dict]) -> str:
+    """The chapter's dated rule changes (``known_rule_changes``, from
+    :func:`connlap_lite.known.history.rule_changes`): per change and statement the old and the new rule, why,
+    and each model's verdict old -> new."""
+    lines = []
+    for c in rule_changes(list(reports.values())):
+        lines.append(f"- **Rule {c['from']} -> rule {c['to']}, changed {c['date']}.**")
+        for part in c["parts"]:
+            what = "; ".join(STATEMENTS[k][3] for k in part["statements"])
+            lines.append(f"  - *{what}*. Before: {part['old']}. Now: {part['new']}. Why: {part['why']}.")
+        lines.append("  - Verdicts, old -> new (a change in bold):")
+        for key in dict.fromkeys(k for k, _ in c["verdicts"]):
+            who = "; ".join(f"`{m}` " + (f"{a} -> {b}" if a == b else f"**{a} -> {b}**")
+                            for (k, m), (a, b) in c["verdicts"].items() if k == key)
+            lines.append(f"    - {STATEMENTS[key][3]}: {who}.")
+    return "\n".join(lines)
+
+
+def sinks_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the sink figure's caption (``known_sinks_take``): trained sink rates on natural text
+    against the largest rate at random initialisation."""
+    trained = [_rate(rep, "trained", "natural")[0] for rep in reports.values()]
+    null = max(_rate(rep, "random0", i)[0] for rep in reports.values() for i in INPUTS)
+    if min(trained) > null:
+        return (f"Trained models make sinks that random ones do not: on natural text a share of {span(trained)} of "
+                f"the heads are sinks, at random initialisation at most {null:.2f} on any input.")
+    return (f"On natural text a share of {span(trained)} of the trained heads are sinks, and random initialisation "
+            f"reaches {null:.2f} on some input: not every sink comes from training.")
+
+
+def special_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the special-token figure's caption (``known_special_take``): how much of the sinks'
+    attention-weighted mass the norm-weighted walk keeps."""
+    rows = rows_of(reports)
+    kept = {m: n / w for m in reports for w, n in [rows[m]["kobayashi_norm"]["trained"]] if w > 0}
+    if not kept:
+        return "No model pays its sinks any attention, so there is nothing for the norm weighting to remove."
+    half = [m for m, r in kept.items() if r >= 0.5]
+    return (f"Weighting each edge by what it carries leaves the sinks {span(kept.values(), '{:.0%}')} of the mass "
+            "the attention weights give them" + (f", more than half in {names(half)}." if half else "."))
+
+
+def ds_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the column-sum figure's caption (``known_ds_take``): what the rule says for each
+    encoder."""
+    rows = rows_of(reports)
+    out = []
+    for m in (m for m, rep in reports.items() if rep["encoder"]):
+        row = rows[m]["sinkformer"]
+        what = {"agree": "ends training closer to doubly stochastic than its random initialisations",
+                "disagree": "ends training farther from doubly stochastic than its random initialisations",
+                "inconclusive": "is neither clearly closer to doubly stochastic than its random initialisations nor "
+                                "farther"}.get(row["verdict"], f"gets no comparison ({row['verdict']})")
+        out.append(f"`{m}` {what} (defect {row['trained']:.2f} against {row['null']:.2f}).")
+    return " ".join(out) if out else "Every model here is a decoder, so none is comparable."
+
+
+def reuse_take(reports: dict[str, dict]) -> str:
+    """The first sentence of the reuse figure's caption (``known_reuse_take``): each part's agreement, by model."""
+    rows = rows_of(reports)
+    models = [m for m in reports if rows[m]["reuse"].get("tested")]
+    if not models:
+        return "No model has three layers, so no pair of layers lies two apart."
+    own = [m for m in models if side(rows[m]["reuse"]["tested"][1]) == "agree"]
+    adjacent = [m for m in models if side(rows[m]["reuse"]["tested"][0]) == "agree"]
+    return (f"A passage's consecutive layers are closer than a layer and another passage's next layer in "
+            f"{who(own, models)}, and adjacent layers closer than layers two apart in {who(adjacent, models)}.")
 
 
 def disagreements(reports: dict[str, dict]) -> str:
@@ -231,6 +325,9 @@ def paragraphs(reports: dict[str, dict]) -> dict[str, str]:
            "known_verdict": verdict_counts(list(reports.values())), "known_tokens": f"{tokens.pop()}",
            "known_sinks": sinks(reports), "known_special": special(reports), "known_rank": rank_text,
            "known_rank_states": states, "known_ds": doubly_stochastic(reports), "known_reuse": reuse(reports),
-           "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports)}
+           "known_table": verdict_table(list(reports.values())), "known_disagree": disagreements(reports),
+           "known_rule_changes": changes(reports), "known_sinks_take": sinks_take(reports),
+           "known_special_take": special_take(reports), "known_ds_take": ds_take(reports),
+           "known_reuse_take": reuse_take(reports)}
     assert tuple(out) == KEYS
     return out

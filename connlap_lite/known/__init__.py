@@ -18,7 +18,11 @@ analyze MODEL --json`` (key ``known_results``) compute the same numbers.
 ``column_sum_defect(P)``       distance of a walk from doubly stochastic (Sander et al.)
 ``head_matched_distance``      Bhojanapalli et al.'s comparison of heads in two layers
 ``known_results(name)``        everything above on one model and its random-init null (cached JSON)
-``verdicts(report)``           the chapter's rule: agree / disagree / not comparable, per statement
+``natural_record(report)``     its natural-text measurements in the shape that ``connlap_lite.record`` reads
+``verdicts(report)``           the chapter's rule, per statement: agree / disagree / inconclusive /
+                               insufficient data / not comparable / undefined (``VERDICTS``); ``side``,
+                               ``order`` and ``below_seeds`` are its three ways of reading intervals
+``rule_changes(reports)``      each dated change of that rule, with the old and the new verdicts
 =============================  =====================================================================
 
 Every name is read here (``from connlap_lite import known; known.sink_rate``); each lives in the
@@ -30,16 +34,19 @@ module of its idea:
 ``distances``   from rank one, from doubly stochastic, between the heads of two layers
 ``report``      ``measure`` on one model, ``known_results`` on a model and its null (cached JSON)
 ``statements``  the published statements, the rule's ``verdicts``, and the chapter's tables
+``history``     the rule replaced on 2026-12-02, still runnable, and the dated record of the change
 ==============  ====================================================================================
 
 Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
-from .report import NULL_SEED, SCHEMA, absolute_positions, known_results, measure
+from .history import RULE_CHANGES, rule_changes, verdicts_rule1
+from .report import (NULL_SEED, NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record,
+                     seed_defects)
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
-from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, interval, toy_report, verdict_counts,
-                         verdict_table, verdicts)
+from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, below_seeds, interval, order, side,
+                         toy_report, verdict_counts, verdict_table, verdicts)
 from .stream import norm_weighted_walk, residual_stream, transported
 
 __all__ = [
@@ -47,7 +54,9 @@ __all__ = [
     "position_spread", "middle_layers",
     "residual_stream", "transported", "norm_weighted_walk",
     "rank_one_residual", "token_spread", "column_sum_defect", "head_matched_distance",
-    "SCHEMA", "NULL_SEED", "measure", "absolute_positions", "known_results",
-    "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "verdicts", "toy_report",
-    "verdict_table", "verdict_counts",
+    "SCHEMA", "NULL_SEED", "NULL_SEEDS", "measure", "seed_defects", "absolute_positions", "known_results",
+    "natural_record",
+    "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "side", "order", "below_seeds", "verdicts",
+    "toy_report",
+    "verdict_table", "verdict_counts", "RULE_CHANGES", "verdicts_rule1", "rule_changes",
 ]

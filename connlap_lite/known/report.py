@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .. import metrics as M
+from .._backend import check_int
 from .._cache import cached, folder_identity, load
 from ..adapters import describe
 from ..extraction import attention_walks
@@ -27,8 +28,14 @@ from .statements import verdicts
 from .stream import norm_weighted_walk, residual_stream, transported
 
 # Bump whenever a measurement's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.2"   # .2: passages within one text (the packaged corpora)
+# 2026-12-01.2: passages within one text (the packaged corpora).
+# 2026-12-02.1: tv_norm_cross, the E1 chapter's cross-passage null of tv_norm, for the reuse statement.
+# 2026-12-02.2: an encoder's column-sum defects at random-init seeds random1 to random4 too (the sinkformer statement
+#               compares with the seeds as units).
+SCHEMA = "2026-12-02.2"
 NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
+NULL_SEEDS = 5            # random<k> = random_like(model, NULL_SEED + k), as in the empirical chapters; the further
+                          # seeds carry the column-sum defect only, and only in an encoder (where it is comparable)
 
 
 def _lists(x: torch.Tensor) -> list:
@@ -85,12 +92,17 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
         res["walk_residual"].append(_lists(rank_one_residual(Z)))
         res["walk_spread"].append(_lists(token_spread(Z)))
     res["state_residual"] = [_lists(rank_one_residual(h)) for h in states]
-    # consecutive layers (step 1) and layers two apart (step 2): the E1 distances and the head-matched one
+    # consecutive layers (step 1) and layers two apart (step 2): the E1 distances and the head-matched one; for
+    # consecutive layers also the E1 chapter's cross-passage null of tv_norm (passage b against passage b + 1's next
+    # layer, over the pair's own distance from uniform), the fair null of the reuse statement
     causal = not encoder
     for step, tag in ((1, ""), (2, "2")):
         pairs = list(zip(range(len(walks) - step), range(step, len(walks))))
         res["tv" + tag] = [_lists(M.walk_distance(walks[a], walks[b])) for a, b in pairs]
         res["tv_norm" + tag] = [_lists(M.normalised_walk_distance(walks[a], walks[b], causal)) for a, b in pairs]
+    res["tv_norm_cross"] = [_lists(M.cross_passage_distance(walks[a], walks[a + 1],
+                                                            M.uniform_scale(walks[a], walks[a + 1], causal)))
+                            for a in range(len(walks) - 1)]
     return res
 
 
@@ -101,17 +113,42 @@ def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, 
     Returns ``{"natural": {...}, "random": {"rate", "score"}, "repeated": {"rate", "score", "spread"}}``;
     the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
     ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
-    layers) and the same three with suffix ``2`` (layers two apart). :func:`known_results` calls it for
-    the model and its null; the tests run it on tiny random models.
+    layers), the same three with suffix ``2`` (layers two apart) and ``tv_norm_cross`` (adjacent layers, passage
+    ``b`` against passage ``b + 1``'s next layer: :func:`connlap_lite.metrics.cross_passage_distance`).
+    :func:`known_results` calls it for the model and its null; the tests run it on tiny random models.
+    ``n_passages`` must be at least 2 (the cross-passage null pairs passages).
 
     Chapter: *Known results, reproduced*.
     """
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and the cross-passage null need two passages")
     encoder = describe(model)["encoder"]
     natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
     out = {"natural": _natural_pass(model, natural, encoder)}
     out["random"] = _sink_pass(model, random_tokens(tokenizer, natural, seed), spread=False)
     out["repeated"] = _sink_pass(model, repeated_tokens(tokenizer, n_passages, n_tokens, seed), spread=True)
     return out
+
+
+def seed_defects(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
+    """The column-sum defects of ``model`` (a further random-init seed) on the natural passages :func:`measure`
+    reads: ``{"natural": {"column_defect": ..., "column_defect_nosink": ...}}``, per layer and passage."""
+    encoder = describe(model)["encoder"]
+    res = _natural_pass(model, make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts), encoder)
+    return {"natural": {k: res[k] for k in ("column_defect", "column_defect_nosink")}}
+
+
+def natural_record(report: dict) -> dict:
+    """The natural-text measurements of a :func:`known_results` report in the shape of an
+    :func:`connlap_lite.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
+    record's readers (:func:`connlap_lite.record.layer_means`, :func:`connlap_lite.record.layer_curve`) read them.
+
+    >>> from connlap_lite.known import toy_report
+    >>> from connlap_lite.record import layer_means
+    >>> [round(float(v), 4) for v in layer_means(natural_record(toy_report()), "head_tv")]
+    [0.1035, 0.1035]
+    """
+    return {"conditions": {c: v["natural"] for c, v in report["conditions"].items()}}
 
 
 def absolute_positions(model) -> bool:
@@ -150,8 +187,9 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
 
     Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
     conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
-    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage) and ``verdicts``
-    (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
+    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage; an encoder adds
+    ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`, which the sinkformer
+    statement compares with as units) and ``verdicts`` (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
     :func:`connlap_lite.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
     the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the verdicts are
     recomputed on every call.  (``_load``: :func:`connlap_lite.analyze`'s model, tokenizer and null
@@ -162,8 +200,11 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     from ..nulls import random_like
 
     name = model_name(name)
+    n_passages = check_int(n_passages, "n_passages", low=2,
+                           why="bootstrap intervals and the cross-passage null need two passages")
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
-                eps=EPS, null_seed=NULL_SEED, corpus_digest=corpus_digest("pydoc") if texts is None else None)
+                eps=EPS, null_seed=NULL_SEED, null_seeds=NULL_SEEDS,
+                corpus_digest=corpus_digest("pydoc") if texts is None else None)
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
 
@@ -182,8 +223,12 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
                   "seed": seed, "eps": EPS, "main": main, "conditions": {}}
         report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
         report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
+        del null
+        for k in range(1, NULL_SEEDS if facts["encoder"] else 1):   # a forward pass each: seconds for MiniLM
+            report["conditions"][f"random{k}"] = seed_defects(random_like(model, NULL_SEED + k), tok, n_passages,
+                                                              n_tokens, seed=seed, texts=texts)
         report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
-                               for c, v in report["conditions"].items()}
+                               for c, v in report["conditions"].items() if set(INPUTS) <= set(v)}
         report["seconds"] = time.perf_counter() - start
         return report
 

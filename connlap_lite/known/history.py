@@ -1,0 +1,156 @@
+"""The chapter's rule as it was before a change made after its results were seen, still runnable, and the
+record of each change (as :mod:`connlap_lite.rules_history` keeps them for E1-E3).
+
+``RULE_CHANGES``               per change: the date, the rule it replaced and the new one, what changed and why;
+``verdicts_rule1(report)``     rule 1, the rule stated with the chapter's first measurements;
+``rule_changes(reports)``      every change with the old and the new rule's verdict per statement and model.
+
+Chapter: *Known results, reproduced*.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..stats import mean_interval
+from .sinks import INPUTS, middle_layers
+from .statements import COLLAPSE, PROPOSITION_TOL, _both, _mean, _passages, _row, side, verdicts
+
+STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
+
+RULE_CHANGES = [
+    {"date": "2026-12-02", "from": 1, "to": 2, "parts": [
+        {"statements": ("reuse",),
+         "old": "its second part: the trained model's normalised walk distance of adjacent layers below the "
+                "random-init null's",
+         "new": "below the cross-passage null's (passage b at layer l against passage b + 1 at layer l + 1, the "
+                "E1 chapter's null, on the same yardstick)",
+         "why": "the near-uniform random-init null is beaten by construction, as the chapter said"},
+        {"statements": STATISTICAL,
+         "old": "the 95% percentile bootstrap interval of the mean over passages, at any number of passages",
+         "new": "that interval widened about the mean by stats.expansion (1.29 at 8 passages); 'insufficient data' "
+                "below 8 passages",
+         "why": "at 8 passages the plain interval lay above 0 in about 6% of draws without an effect "
+                "(tests/test_rules.py), more than the 5% the rule promises"},
+        {"statements": ("sink_order",),
+         "old": "agree unless a step is reversed (an interval below 0)",
+         "new": "agree only if natural minus repeated lies above 0 and no step is reversed; 'inconclusive' if no "
+                "step is reversed and there is no drop either",
+         "why": "'not reversed' says agree in nearly every draw without an effect: an agreement that cannot fail"},
+        {"statements": ("sinkformer",),
+         "old": "the random-init null's column-sum defect minus the trained one, over passages, against one seed",
+         "new": "against five random-init seeds: the passage interval of the seeds' mean minus the trained defect, "
+                "and the trained defect below the seeds as units (Student's t over the seeds, p < 0.05); "
+                "'insufficient data' below 3 seeds",
+         "why": "passages cannot see how much another seed would move the null: against one seed, a trained model "
+                "that is one more seed agreed in a large share of draws (tests/test_rules.py)"},
+        {"statements": ("sink_repeated", "proposition"),
+         "old": "a value that is not finite failed the exact comparison: 'disagree'",
+         "new": "'undefined'",
+         "why": "an undefined number is no evidence either way"},
+    ]},
+]
+"""The dated changes. Each part names the statements it changed; ``rule_changes`` compares the two rules' verdicts
+on every statement a part names."""
+
+
+def _interval(diff: torch.Tensor) -> list:
+    return list(mean_interval(diff, n_boot=1000))
+
+
+def verdicts_rule1(report: dict) -> list[dict]:
+    """Rule 1 of the chapter (its first rule, replaced 2026-12-02) on one model's report: the rows of
+    :func:`connlap_lite.known.verdicts` as that rule gave them (the statements' texts are today's).
+
+    >>> from connlap_lite.known import toy_report
+    >>> [r["verdict"] for r in verdicts_rule1(toy_report())][-2:]
+    ['disagree', 'agree']
+
+    Chapter: *Known results, reproduced*.
+    """
+    main = report.get("main", "trained")
+    c, z = report["conditions"][main], report["conditions"]["random0"]
+    nat, rnd = c["natural"], z["natural"]
+    absolute, encoder, L = report["absolute_positions"], report["encoder"], report["layers"]
+    rows = []
+
+    rate = {i: _passages(c[i]["rate"]) for i in INPUTS}
+    rate0 = [_mean(z[i]["rate"]) for i in INPUTS]
+    steps = [mean_interval(rate["natural"] - rate["random"]), mean_interval(rate["random"] - rate["repeated"])]
+    reversed_ = any(hi < 0 for _, _, hi in steps)
+    order = ("undefined" if not all(math.isfinite(v) for s in steps for v in s) else
+             "disagree" if reversed_ else "agree")
+    rows.append(_row(report, "sink_order", order,
+                     [float(rate[i].mean()) for i in INPUTS], rate0, [list(s) for s in steps]))
+    zero = bool((rate["repeated"] == 0).all())
+    rows.append(_row(report, "sink_repeated", "not comparable" if absolute else ("agree" if zero else "disagree"),
+                     float(rate["repeated"].mean()), rate0[2]))
+    spread = max(max(v) for v in c["repeated"]["spread"])
+    spread0 = max(max(v) for v in z["repeated"]["spread"])
+    rows.append(_row(report, "proposition", "not comparable" if absolute else
+                     ("agree" if spread <= PROPOSITION_TOL else "disagree"), spread, spread0))
+
+    if encoder:
+        mid = middle_layers(L)
+        sep, sep0 = _passages(nat["mass_last"], mid), _passages(rnd["mass_last"], mid)
+        tested = _interval(sep - 0.5)
+        rows.append(_row(report, "clark_sep", side(tested), float(sep.mean()), float(sep0.mean()), [tested]))
+    else:
+        rows.append(_row(report, "clark_sep", "not comparable", None, None))
+    weight, norm = _passages(nat["mass_sinks"]), _passages(nat["norm_sinks"])
+    tested = _interval(0.5 * weight - norm)
+    rows.append(_row(report, "kobayashi_norm", side(tested),
+                     [float(weight.mean()), float(norm.mean())], [_mean(rnd["mass_sinks"]), _mean(rnd["norm_sinks"])],
+                     [tested]))
+
+    walk, state = torch.tensor(nat["walk_residual"]), torch.tensor(nat["state_residual"])
+    walk0, state0 = torch.tensor(rnd["walk_residual"]), torch.tensor(rnd["state_residual"])
+    tested = _interval(COLLAPSE * walk[0] - walk[-1])
+    rows.append(_row(report, "dong_walks", side(tested), [float(walk[0].mean()), float(walk[-1].mean())],
+                     [float(walk0[0].mean()), float(walk0[-1].mean())], [tested]))
+    tested = _interval(state[-1] - COLLAPSE * state[0])
+    rows.append(_row(report, "dong_skip", side(tested), [float(state[0].mean()), float(state[-1].mean())],
+                     [float(state0[0].mean()), float(state0[-1].mean())], [tested]))
+
+    col, col0 = _passages(nat["column_defect"]), _passages(rnd["column_defect"])
+    tested = _interval(col0 - col)
+    rows.append(_row(report, "sinkformer", "not comparable" if not encoder else side(tested),
+                     float(col.mean()), float(col0.mean()), [tested]))
+
+    if not nat["head_tv2"]:                                   # fewer than three layers: no pair two apart
+        rows.append(_row(report, "reuse", "not comparable", None, None))
+        return rows
+    adj, two = _passages(nat["head_tv"]), _passages(nat["head_tv2"])
+    tvn, tvn0 = _passages(nat["tv_norm"]), _passages(rnd["tv_norm"])
+    tested_a = _interval(two - adj)
+    tested_b = _interval(tvn0 - tvn)
+    rows.append(_row(report, "reuse", _both(side(tested_a), side(tested_b)),
+                     [float(adj.mean()), float(two.mean()), float(tvn.mean())],
+                     [_mean(rnd["head_tv"]), _mean(rnd["head_tv2"]), float(tvn0.mean())], [tested_a, tested_b]))
+    return rows
+
+
+RULES = {1: verdicts_rule1, 2: verdicts}
+
+
+def rule_changes(reports: list[dict]) -> list[dict]:
+    """Every change of :data:`RULE_CHANGES` with the verdicts of its old and its new rule on ``reports``: each
+    change gains ``verdicts``, ``{(statement key, model): (old, new)}``, for the statements its parts name.
+
+    >>> from connlap_lite.known import toy_report
+    >>> rule_changes([toy_report()])[0]["verdicts"][("reuse", "toy")]
+    ('agree', 'agree')
+
+    Chapter: *Known results, reproduced*.
+    """
+    out = []
+    for change in RULE_CHANGES:
+        pairs = {}
+        for rep in reports:
+            before = {r["key"]: r["verdict"] for r in RULES[change["from"]](rep)}
+            after = {r["key"]: r["verdict"] for r in RULES[change["to"]](rep)}
+            changed = [k for k in before if any(k in part["statements"] for part in change["parts"])]
+            pairs.update({(k, rep["model"]): (before[k], after[k]) for k in changed})
+        out.append({**change, "verdicts": pairs})
+    return out
