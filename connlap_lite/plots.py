@@ -542,3 +542,100 @@ def stationary_figure(pi_causal, pi_tied, pi_formula):
         axes[0].set_ylabel("probability $\\pi_i$")
         fig.tight_layout()
     return fig
+
+
+def masks_figure(patterns: dict):
+    """Attention matrices as heat maps over (query, key), one panel per entry of ``patterns``
+    (``{title: A}``; the masked entries of a masked array ``A`` are drawn grey), on one
+    scale from 0 to 1. Returns the figure.
+
+    Examples
+    --------
+    >>> A = np.ma.masked_where(np.triu(np.ones((3, 3)), 1) > 0, np.tril(np.ones((3, 3))) / 3)
+    >>> fig = masks_figure({"causal": A})
+    >>> [ax.get_title() for ax in fig.axes][0]
+    'causal'
+    >>> plt.close(fig)
+
+    Chapter: *Single-head attention is a connection walk*.
+    """
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")   # masked pairs in light grey
+    with legible():
+        fig, axes = plt.subplots(1, len(patterns), figsize=(WIDTH, 2.6), layout="constrained",
+                                 squeeze=False)
+        for ax, (title, A) in zip(axes[0], patterns.items()):
+            im = ax.imshow(A, cmap=cmap, vmin=0, vmax=1)
+            ax.set_title(title)
+            ax.set_xlabel("key $j$")
+        axes[0, 0].set_ylabel("query $i$")
+        fig.colorbar(im, ax=axes[0], shrink=0.85, label="$A_{ij}$")
+    return fig
+
+
+def energies_figure(energies: dict):
+    """Histograms of Dirichlet energies ``<f, L f>_pi`` of sections with ``<f, f>_pi = 1``,
+    one per walk (``energies``: ``{label: values}``), on common bins, with the line at zero.
+    Returns the figure.
+
+    Examples
+    --------
+    >>> fig = energies_figure({"a": np.array([0.2, 0.5]), "b": np.array([-0.3, 1.0])})
+    >>> fig.axes[0].get_ylabel()
+    'sections'
+    >>> plt.close(fig)
+
+    Chapter: *When the generator is a connection Laplacian*.
+    """
+    values = np.concatenate([np.asarray(v, dtype=float) for v in energies.values()])
+    bins = np.linspace(min(values.min(), 0) - 0.05, values.max() + 0.05, 50)
+    with legible():
+        fig, ax = plt.subplots(figsize=(WIDTH, 2.7))
+        for k, (label, E) in enumerate(energies.items()):
+            ax.hist(E, bins=bins, alpha=0.6, color=("C0", "C3", "C2", "C1")[k % 4], label=label)
+        ax.axvline(0, color="k", lw=1.2)
+        ax.set_xlabel(r"$\langle f, L f\rangle_\pi$ with $\langle f, f\rangle_\pi = 1$")
+        ax.set_ylabel("sections")
+        ax.legend(frameon=False)
+        fig.tight_layout()
+    return fig
+
+
+def defects_by_width_figure(widths, width: int, histograms: dict, curves: dict, floor):
+    """A narrow head's distance from scaled isometries, in two panels.
+
+    Left: histograms of defects at one head width ``width`` (``histograms``: ``{label:
+    values}``). Right: the mean and standard deviation of each defect against the head
+    width (``curves``: ``{label: (means, stds)}``, one entry per ``widths``), with ``floor``
+    dashed, on a logarithmic width axis. Returns the figure.
+
+    Examples
+    --------
+    >>> w = [1, 2, 4]
+    >>> fig = defects_by_width_figure(w, 2, {"a": np.array([0.1, 0.2])},
+    ...                               {"a": (np.array([0.0, 0.1, 0.2]), np.zeros(3))},
+    ...                               np.sqrt(1 - np.array(w) / 4))
+    >>> fig.axes[1].get_xlabel()
+    'head width $d_h$'
+    >>> plt.close(fig)
+
+    Chapter: *Reversibility, defects and low-rank heads*.
+    """
+    widths = np.asarray(widths)
+    colours = ("C1", "C2", "C3", "C0")
+    with legible():
+        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(WIDTH, 3.3))
+        bins = np.linspace(0, 0.7, 36)
+        for k, (label, values) in enumerate(histograms.items()):
+            ax0.hist(values, bins=bins, alpha=0.7, color=colours[k % 4], label=label)
+        ax0.set(xlabel=r"defect $\varepsilon(T_h)$", ylabel="heads",
+                title=f"head width $d_h = {width}$")
+        ax0.legend(frameon=False, fontsize=9)
+        for k, (label, (means, stds)) in enumerate(curves.items()):
+            ax1.errorbar(widths, means, yerr=stds, marker="os^D"[k % 4], capsize=3,
+                         color=colours[k % 4], label=label)
+        ax1.plot(widths, floor, "k--", label=r"floor $\sqrt{1 - d_h/d}$")
+        ax1.set_xscale("log", base=2)
+        ax1.set(xlabel="head width $d_h$", ylabel="relative distance", title="against head width")
+        fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig
