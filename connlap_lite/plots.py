@@ -441,7 +441,7 @@ def kronecker_spectrum_figure(lam, mu, spec_W):
             ax.set_title(title)
         axes[0].set_ylabel("imaginary part")
         fig.legend(*axes[2].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False)
-        fig.tight_layout(rect=(0, 0.08, 1, 1))
+        fig.tight_layout(rect=(0, 0.13, 1, 1))
     return fig
 
 
