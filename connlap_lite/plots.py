@@ -339,3 +339,303 @@ def glue_figure(name: str, fig) -> None:
     else:
         glue(name, fig, display=False)
     plt.close(fig)
+
+
+# The theory chapters' figures: each draws arrays that its chapter has computed and checked, at the column's
+# width, so that the chapter's code shows the computation and the page shows the picture.
+
+def _complex_plane(ax, *, circle_at: float = 0.0) -> None:
+    """Axes of the complex plane with the unit circle centred at ``circle_at``."""
+    t = np.linspace(0, 2 * np.pi, 200)
+    ax.plot(circle_at + np.cos(t), np.sin(t), color="0.6", lw=0.8, ls="--")
+    ax.axhline(0, color="0.85", lw=0.6, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.6, zorder=0)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_xlabel("real part")
+
+
+def holonomy_figure(thetas, angles: dict, carried, theta: float):
+    """The holonomy of the rotation connection on a cycle, in two panels.
+
+    Left: the measured holonomy angle (``angles``: ``{n: angle at each of thetas}``, in radians)
+    against the rotation per edge ``thetas``, on the prediction ``n theta`` modulo ``2 pi``.
+    Right: a vector carried once around the ``n``-cycle with rotation ``theta`` per edge
+    (``carried``, shape ``(n + 1, 2)``: the vector leaving vertex 0, the vectors carried to
+    vertices 1, ..., n - 1, and the vector back at 0), drawn at the vertices. Returns the figure.
+
+    Examples
+    --------
+    >>> th = np.linspace(0, np.pi, 7)
+    >>> v = np.array([[np.cos(k / 2), np.sin(k / 2)] for k in range(4)])
+    >>> fig = holonomy_figure(th, {3: np.angle(np.exp(3j * th))}, v, 0.5)
+    >>> [ax.get_xlabel() for ax in fig.axes][0]
+    'rotation per edge $\\\\theta$ (rad)'
+    >>> plt.close(fig)
+
+    Chapter: *Connection walks*.
+    """
+    thetas, carried = np.asarray(thetas, dtype=float), np.asarray(carried, dtype=float)
+    n = len(carried) - 1
+    with legible():
+        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(WIDTH, 2.85), width_ratios=(1.25, 1))
+        for k, (m, measured) in enumerate(angles.items()):
+            predicted = np.angle(np.exp(1j * m * thetas))            # m theta wrapped to (-pi, pi]
+            predicted[1:][np.abs(np.diff(predicted)) > np.pi] = np.nan   # no wrap-around jumps
+            ax0.plot(thetas, predicted, color=f"C{k}", lw=1)
+            ax0.plot(thetas[::6], np.asarray(measured)[::6], "o", ms=3.5, color=f"C{k}")
+            ax0.plot([], [], "o-", ms=3.5, lw=1, color=f"C{k}", label=f"{m}-cycle")
+        ax0.set_xlabel(r"rotation per edge $\theta$ (rad)")
+        ax0.set_ylabel("holonomy angle (rad)")
+        ax0.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(angles), frameon=False)
+        pos = np.array([[np.cos(2 * np.pi * k / n), np.sin(2 * np.pi * k / n)] for k in range(n)])
+        ax1.plot(*np.vstack([pos, pos[:1]]).T, color="0.75", zorder=0)
+        arrow = dict(angles="xy", scale_units="xy", scale=1, width=0.012)
+        for k in range(n):
+            ax1.annotate(str(k), pos[k] * 0.78, ha="center", va="center", fontsize=9)
+            ax1.quiver(*pos[k], *(0.45 * carried[k]), color="C0" if k == 0 else "0.4", **arrow)
+        ax1.quiver(*pos[0], *(0.45 * carried[n]), color="C3", **arrow)
+        (a, b), (c, e) = carried[0], carried[n]
+        turn = np.degrees(np.arctan2(a * e - b * c, a * c + b * e))
+        ax1.set_title(f"{n}-cycle, {np.degrees(theta):.0f}° per edge: turned by {turn:.0f}°")
+        for colour, label in (("C0", "leaving 0"), ("0.4", "carried on"), ("C3", "back at 0")):
+            ax1.plot([], [], color=colour, lw=2, label=label)
+        ax1.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, frameon=False,
+                   handlelength=1.2, columnspacing=0.8)
+        ax1.set_aspect("equal")
+        ax1.set(xlim=(-1.6, 1.6), ylim=(-1.35, 1.35))
+        ax1.axis("off")
+        fig.tight_layout()
+    return fig
+
+
+def kronecker_spectrum_figure(lam, mu, spec_W):
+    """The spectrum of a head's walk against the products of its factors' eigenvalues.
+
+    Three panels in the complex plane, each with the unit circle: ``lam`` (the eigenvalues of
+    the attention matrix), ``mu`` (those of the transport), and ``spec_W`` (those of the dense
+    walk) drawn as circles on the products ``lam_i mu_a`` (crosses). Returns the figure.
+
+    Examples
+    --------
+    >>> fig = kronecker_spectrum_figure(np.array([1.0, 0.5]), np.array([0.3j, -0.3j]),
+    ...                                 np.array([0.3j, -0.3j, 0.15j, -0.15j]))
+    >>> [ax.get_title() for ax in fig.axes]
+    ['attention matrix $A$', 'transport $T$', 'walk $W = A \\\\otimes T$']
+    >>> plt.close(fig)
+
+    Chapter: *Single-head attention is a connection walk*.
+    """
+    lam, mu, spec_W = (np.asarray(z, dtype=complex) for z in (lam, mu, spec_W))
+    products = np.outer(lam, mu).ravel()
+    with legible():
+        fig, axes = plt.subplots(1, 3, figsize=(WIDTH, 2.7), sharex=True, sharey=True)
+        axes[0].scatter(lam.real, lam.imag, s=22, color="C0")
+        axes[1].scatter(mu.real, mu.imag, s=22, color="C2")
+        axes[2].scatter(spec_W.real, spec_W.imag, s=48, facecolors="none", edgecolors="C3",
+                        label="eigenvalues of $W$")
+        axes[2].scatter(products.real, products.imag, marker="x", s=14, color="k",
+                        lw=0.8, label=r"products $\lambda\mu$")
+        titles = ("attention matrix $A$", "transport $T$", r"walk $W = A \otimes T$")
+        for ax, title in zip(axes, titles):
+            _complex_plane(ax)
+            ax.set_title(title)
+        axes[0].set_ylabel("imaginary part")
+        fig.legend(*axes[2].get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, 0.13, 1, 1))
+    return fig
+
+
+def gates_figure(P, distance, gates):
+    """A multi-head layer's walk in one row of heat maps over (query, key): the walk matrix
+    ``P``, each edge transport's ``distance`` from the mean transport, and each head's gate
+    (``gates``, shape ``(H, n, n)``, on a common scale from 0 to 1). Returns the figure.
+
+    Examples
+    --------
+    >>> g = np.full((2, 3, 3), 0.5)
+    >>> fig = gates_figure(np.full((3, 3), 1 / 3), np.zeros((3, 3)), g)
+    >>> [ax.get_title() for ax in fig.axes if ax.get_title()]
+    ['walk matrix $P$', 'distance from $\\\\bar T$', 'gate of head 1', 'gate of head 2']
+    >>> plt.close(fig)
+
+    Chapter: *Multi-head attention is one edge-dependent connection walk*.
+    """
+    gates = np.asarray(gates)
+    H = len(gates)
+    with legible():
+        fig, axes = plt.subplots(1, H + 2, figsize=(WIDTH, 2.35), layout="constrained")
+        for ax, M, title, cmap in ((axes[0], P, "walk matrix $P$", "viridis"),
+                                   (axes[1], distance, r"distance from $\bar T$", "magma")):
+            im = ax.imshow(np.asarray(M), cmap=cmap)
+            fig.colorbar(im, ax=ax, shrink=0.72, pad=0.03)
+            ax.set_title(title)
+        for h, ax in enumerate(axes[2:]):
+            im = ax.imshow(gates[h], cmap="Blues", vmin=0, vmax=1)
+            ax.set_title(f"gate of head {h + 1}")
+        fig.colorbar(im, ax=axes[2:], shrink=0.72, pad=0.02)
+        for ax in axes:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("key $j$")
+        axes[0].set_ylabel("query $i$")
+    return fig
+
+
+def generator_spectra_figure(spectra: dict):
+    """The eigenvalues of generators ``L = I - W`` in the complex plane, one panel per walk
+    (``spectra``: ``{title: eigenvalues}``), each against the circle ``|z - 1| = 1`` and the
+    segment ``[0, 2]`` where a connection Laplacian's spectrum lies. Returns the figure.
+
+    Examples
+    --------
+    >>> fig = generator_spectra_figure({"a": np.array([0.0, 1.0, 2.0]), "b": np.array([1 + 0.5j])})
+    >>> [ax.get_title() for ax in fig.axes]
+    ['a', 'b']
+    >>> plt.close(fig)
+
+    Chapter: *When the generator is a connection Laplacian*.
+    """
+    with legible():
+        fig, axes = plt.subplots(1, len(spectra), figsize=(WIDTH, 2.45), sharex=True, sharey=True,
+                                 squeeze=False)
+        for k, (ax, (title, spec)) in enumerate(zip(axes[0], spectra.items())):
+            spec = np.asarray(spec, dtype=complex)
+            _complex_plane(ax, circle_at=1.0)
+            ax.plot([0, 2], [0, 0], color="0.55", lw=5, alpha=0.45, solid_capstyle="butt")
+            ax.scatter(spec.real, spec.imag, s=14, color=f"C{k}", zorder=3)
+            ax.set_title(title)
+        axes[0, 0].set_ylabel("imaginary part")
+        handles = [plt.Line2D([], [], color="0.6", lw=0.8, ls="--"),
+                   plt.Line2D([], [], color="0.55", lw=5, alpha=0.45)]
+        fig.legend(handles, ["circle $|z - 1| = 1$", "segment $[0, 2]$"], loc="lower center",
+                   ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, 0.09, 1, 1))
+    return fig
+
+
+def stationary_figure(pi_causal, pi_tied, pi_formula):
+    """Two stationary distributions as bar charts over the tokens: a causal head's
+    ``pi_causal`` and a tied bidirectional head's ``pi_tied``, with the closed form
+    ``pi_formula`` drawn as dots on the second. Returns the figure.
+
+    Examples
+    --------
+    >>> fig = stationary_figure(np.eye(4)[0], np.full(4, 0.25), np.full(4, 0.25))
+    >>> [ax.get_title() for ax in fig.axes]
+    ['causal head', 'bidirectional head, $W_K = W_Q$']
+    >>> plt.close(fig)
+
+    Chapter: *Reversibility, defects and low-rank heads*.
+    """
+    tokens = np.arange(1, len(pi_causal) + 1)
+    with legible():
+        fig, axes = plt.subplots(1, 2, figsize=(WIDTH, 2.6), sharey=True)
+        axes[0].bar(tokens, pi_causal, color="C3")
+        axes[0].set_title("causal head")
+        axes[1].bar(tokens, pi_tied, color="C0", label="stationary $\\pi$")
+        axes[1].plot(tokens, pi_formula, "ko", ms=4, label="closed form")
+        axes[1].set_title("bidirectional head, $W_K = W_Q$")
+        axes[1].legend(frameon=False, loc="upper right")
+        for ax in axes:
+            ax.set_xticks(tokens)
+            ax.set_xlabel("token $i$")
+        axes[0].set_ylabel("probability $\\pi_i$")
+        fig.tight_layout()
+    return fig
+
+
+def masks_figure(patterns: dict):
+    """Attention matrices as heat maps over (query, key), one panel per entry of ``patterns``
+    (``{title: A}``; the masked entries of a masked array ``A`` are drawn grey), on one
+    scale from 0 to 1. Returns the figure.
+
+    Examples
+    --------
+    >>> A = np.ma.masked_where(np.triu(np.ones((3, 3)), 1) > 0, np.tril(np.ones((3, 3))) / 3)
+    >>> fig = masks_figure({"causal": A})
+    >>> [ax.get_title() for ax in fig.axes][0]
+    'causal'
+    >>> plt.close(fig)
+
+    Chapter: *Single-head attention is a connection walk*.
+    """
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")   # masked pairs in light grey
+    with legible():
+        fig, axes = plt.subplots(1, len(patterns), figsize=(WIDTH, 2.6), layout="constrained",
+                                 squeeze=False)
+        for ax, (title, A) in zip(axes[0], patterns.items()):
+            im = ax.imshow(A, cmap=cmap, vmin=0, vmax=1)
+            ax.set_title(title)
+            ax.set_xlabel("key $j$")
+        axes[0, 0].set_ylabel("query $i$")
+        fig.colorbar(im, ax=axes[0], shrink=0.85, label="$A_{ij}$")
+    return fig
+
+
+def energies_figure(energies: dict):
+    """Histograms of Dirichlet energies ``<f, L f>_pi`` of sections with ``<f, f>_pi = 1``,
+    one per walk (``energies``: ``{label: values}``), on common bins, with the line at zero.
+    Returns the figure.
+
+    Examples
+    --------
+    >>> fig = energies_figure({"a": np.array([0.2, 0.5]), "b": np.array([-0.3, 1.0])})
+    >>> fig.axes[0].get_ylabel()
+    'sections'
+    >>> plt.close(fig)
+
+    Chapter: *When the generator is a connection Laplacian*.
+    """
+    values = np.concatenate([np.asarray(v, dtype=float) for v in energies.values()])
+    bins = np.linspace(min(values.min(), 0) - 0.05, values.max() + 0.05, 50)
+    with legible():
+        fig, ax = plt.subplots(figsize=(WIDTH, 2.7))
+        for k, (label, E) in enumerate(energies.items()):
+            ax.hist(E, bins=bins, alpha=0.6, color=("C0", "C3", "C2", "C1")[k % 4], label=label)
+        ax.axvline(0, color="k", lw=1.2)
+        ax.set_xlabel(r"$\langle f, L f\rangle_\pi$ with $\langle f, f\rangle_\pi = 1$")
+        ax.set_ylabel("sections")
+        ax.legend(frameon=False)
+        fig.tight_layout()
+    return fig
+
+
+def defects_by_width_figure(widths, width: int, histograms: dict, curves: dict, floor):
+    """A narrow head's distance from scaled isometries, in two panels.
+
+    Left: histograms of defects at one head width ``width`` (``histograms``: ``{label:
+    values}``). Right: the mean and standard deviation of each defect against the head
+    width (``curves``: ``{label: (means, stds)}``, one entry per ``widths``), with ``floor``
+    dashed, on a logarithmic width axis. Returns the figure.
+
+    Examples
+    --------
+    >>> w = [1, 2, 4]
+    >>> fig = defects_by_width_figure(w, 2, {"a": np.array([0.1, 0.2])},
+    ...                               {"a": (np.array([0.0, 0.1, 0.2]), np.zeros(3))},
+    ...                               np.sqrt(1 - np.array(w) / 4))
+    >>> fig.axes[1].get_xlabel()
+    'head width $d_h$'
+    >>> plt.close(fig)
+
+    Chapter: *Reversibility, defects and low-rank heads*.
+    """
+    widths = np.asarray(widths)
+    colours = ("C1", "C2", "C3", "C0")
+    with legible():
+        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(WIDTH, 3.3))
+        bins = np.linspace(0, 0.7, 36)
+        for k, (label, values) in enumerate(histograms.items()):
+            ax0.hist(values, bins=bins, alpha=0.7, color=colours[k % 4], label=label)
+        ax0.set(xlabel=r"defect $\varepsilon(T_h)$", ylabel="heads",
+                title=f"head width $d_h = {width}$")
+        ax0.legend(frameon=False, fontsize=9)
+        for k, (label, (means, stds)) in enumerate(curves.items()):
+            ax1.errorbar(widths, means, yerr=stds, marker="os^D"[k % 4], capsize=3,
+                         color=colours[k % 4], label=label)
+        ax1.plot(widths, floor, "k--", label=r"floor $\sqrt{1 - d_h/d}$")
+        ax1.set_xscale("log", base=2)
+        ax1.set(xlabel="head width $d_h$", ylabel="relative distance", title="against head width")
+        fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, 0.14, 1, 1))
+    return fig

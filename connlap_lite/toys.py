@@ -1,8 +1,10 @@
 """Toy connections that the explorers, their chapter and the graded exercises share: the rotation connection
-on a cycle (holonomy) and a small walk with each condition of T3 switched on or off. Plain functions of arrays,
-with no plotting and no widgets, so that grading imports neither matplotlib nor ipywidgets.
+on a cycle (holonomy) and a small walk with each condition of T3 switched on or off; and the random symmetric
+weights and metric transports that the connection-Laplacian chapter builds its walks from. Plain functions of
+arrays, with no plotting and no widgets, so that grading imports neither matplotlib nor ipywidgets.
 
-Chapter: *Interactive explorers* (``book/interactive/explorers.ipynb``).
+Chapters: *Interactive explorers* (``book/interactive/explorers.ipynb``), *When the generator is a connection
+Laplacian* (``book/theory/laplacian.ipynb``).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import torch
 from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
                         random_walk_connection, reversibility_defect, stationary_distribution,
                         stochasticity_defect, symmetry_defect)
+from .testing import random_orthogonal
 from .transports import EdgeTransport
 from .walks import ConnectionWalk
 
@@ -189,3 +192,59 @@ def conditions_report(walk: ConnectionWalk, *, n_sections: int = 200, seed: int 
                             real=bool(np.abs(spectrum.imag).max() <= tol),
                             in_range=bool(spectrum.real.min() >= -tol and spectrum.real.max() <= 2 + tol),
                             nonnegative=bool(form[0] >= -tol), defects=defects)
+
+
+def random_weights(n: int, p: float, rng=None, loops: bool = True) -> np.ndarray:
+    """Symmetric positive weights on a connected graph of ``n`` vertices.
+
+    The graph is a ring ``0 - 1 - ... - n-1 - 0`` with every other pair joined with
+    probability ``p``; each edge weighs a uniform number in ``[0.5, 1.5]``, and each vertex
+    has a self-loop of weight in ``[1.5, 3]`` unless ``loops`` is false.  ``rng``: a NumPy
+    generator (drawn from in place) or a seed.
+
+    Examples
+    --------
+    >>> w = random_weights(6, 0.3, np.random.default_rng(0))
+    >>> bool(np.array_equal(w, w.T)), bool((np.diag(w) >= 1.5).all()), bool((w.sum(1) > 0).all())
+    (True, True, True)
+
+    Chapter: *When the generator is a connection Laplacian* (``book/theory/laplacian.ipynb``).
+    """
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 2:
+        raise ValueError(f"n must be an int of at least 2 (a ring needs two vertices), got {n!r}")
+    rng = np.random.default_rng(rng)
+    A = np.triu(rng.random((n, n)) < p, 1)
+    i = np.arange(n)
+    A[i, (i + 1) % n] = True
+    A = np.triu(A | A.T, 1)
+    w = A * rng.uniform(0.5, 1.5, (n, n))
+    w = w + w.T
+    return w + np.diag(rng.uniform(1.5, 3.0, n)) if loops else w
+
+
+def metric_transports(w, d: int, rng=None) -> np.ndarray:
+    """Random orthogonal ``O_ij`` with ``O_ji = O_ij^T`` on the edges of the weights ``w``.
+
+    One Haar-random ``d x d`` orthogonal matrix per edge ``i < j`` with ``w_ij != 0``, its
+    transpose on ``(j, i)``, and the identity everywhere else (self-loops included: the
+    identity is symmetric and orthogonal, as (M) asks of a self-loop).  Returns an array of
+    shape ``(n, n, d, d)``; ``rng``: a NumPy generator (drawn from in place) or a seed.
+
+    Examples
+    --------
+    >>> O = metric_transports(random_weights(5, 0.5, 0), 3, 1)
+    >>> bool(np.allclose(O[0, 1] @ O[0, 1].T, np.eye(3))), bool(np.allclose(O[1, 0], O[0, 1].T))
+    (True, True)
+
+    Chapter: *When the generator is a connection Laplacian* (``book/theory/laplacian.ipynb``).
+    """
+    w = np.asarray(w)
+    if w.ndim != 2 or w.shape[0] != w.shape[1]:
+        raise ValueError(f"w must be a square (n, n) array of weights, got shape {w.shape}")
+    rng = np.random.default_rng(rng)
+    n = w.shape[0]
+    O = np.tile(np.eye(d), (n, n, 1, 1))
+    for i, j in zip(*np.nonzero(np.triu(w, 1))):
+        O[i, j] = random_orthogonal(d, rng)
+        O[j, i] = O[i, j].T
+    return O
