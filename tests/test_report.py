@@ -28,7 +28,8 @@ def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=F
         "positional_tv_norm_nosink": _curve(1.22, 1.22, 0.02, rng, L - 1),
         "head_defect": _curve(0.2, 0.2, 0.01, rng, L, H), "head_defect_gaussian": _curve(0.3, 0.3, 0.01, rng, L, H),
         "data_defect_nosink": _curve(0.1 + data_gap, 0.1 + data_gap, 0.002, rng),
-        "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
+        "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_cross_2": _curve(0.101, 0.101, 0.002, rng),
+        "data_defect_cross_3": _curve(0.099, 0.099, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
     return {"model": model, "family": family, "encoder": encoder, "layers": L, "passages": B,
             "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
 
@@ -73,7 +74,12 @@ def test_holm_is_applied_across_the_table():
 
 
 def test_e2_uses_the_nulls_on_the_trained_inputs():
-    assert R.e2(fake())["verdict"] == "holds"
+    ok = R.e2(fake())
+    assert ok["verdict"] == "holds" and ok["rule"] == R.E2_RULE == 4 and ok["data_null_seeds"] == 3
+    assert len(ok["data_seed_nulls"]) == 3 and ok["p_data"] == max(ok["p_data_gaussian"], ok["p_data_seeds"])
+    one = fake()                                    # one seed's transports: the seeds cannot be units
+    del one["conditions"]["trained"]["data_defect_cross_2"], one["conditions"]["trained"]["data_defect_cross_3"]
+    assert R.e2(one)["verdict"] == "insufficient data"
     worse = R.e2(fake(data_gap=+0.02))
     assert worse["verdict"] == "partly" and worse["heads_below_nulls"] and not worse["data_below_nulls"]
     assert set(worse["data_nulls"]) == {"random-init transports", "Gaussian transports"}
