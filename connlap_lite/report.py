@@ -342,13 +342,30 @@ def resample(report, idx) -> dict:
 
 def substitute(report, trained) -> dict:
     """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
-    e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s."""
-    keys = ("model", "passages", "tokens", "seed")
+    e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s.
+
+    The two must be reports on the same model, setting and text spans: the same corpus (its digest) and the same
+    passage windows (``windows``, which toggling the BOS token keeps; :func:`connlap_lite.text.windows`), else
+    the ablated passages would be paired with other passages' nulls.  The ablation's own sink columns come with
+    its trained condition (``sink_columns``); where its sink-mass columns differ from ``report``'s, the nulls'
+    ``sink`` (measured on ``report``'s columns) is left out rather than set beside a mass on other tokens."""
+    keys = ("model", "passages", "tokens", "seed", "corpus", "corpus_digest")
     differ = [k for k in keys if report.get(k) != trained.get(k)]
+    if "windows" not in report or "windows" not in trained:
+        differ.append("windows (one of them does not say which passages it measured: re-measure it)")
+    elif report["windows"] != trained["windows"]:
+        differ.append("windows")
     if differ or "trained" not in trained.get("conditions", {}):
         raise ValueError(f"trained must be a report on the same model and passages as report, with a 'trained' "
                          f"condition; they differ in {differ or ['conditions']}")
-    return {**report, "conditions": {**report["conditions"], "trained": trained["conditions"]["trained"]}}
+    conditions = {**report["conditions"], "trained": trained["conditions"]["trained"]}
+    if report.get("sink_mass_columns") != trained.get("sink_mass_columns"):
+        conditions = {c: (v if c == "trained" else {m: x for m, x in v.items() if m != "sink"})
+                      for c, v in conditions.items()}
+    out = {**report, "conditions": conditions, "sink_mass_columns": trained.get("sink_mass_columns")}
+    if "sink_columns" in report and "sink_columns" in trained:
+        out["sink_columns"] = {**report["sink_columns"], "trained": trained["sink_columns"]["trained"]}
+    return out
 
 
 # ----------------------------------------------------------------------- the rules replaced, answered here too

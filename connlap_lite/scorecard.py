@@ -80,20 +80,31 @@ def robustness(reports: list[dict], rows: list[dict] | None = None, *, resamples
 
 
 def _nulls_of(row: dict) -> set:
-    """The registered nulls a scorecard row's verdict was measured against (per model, by display name)."""
+    """The registered nulls a scorecard row's verdict was measured against (per model, by display name); the
+    random-init seeds count as one null, ``"random-init seeds"``, where there are at least
+    :data:`~connlap_lite.verdicts.MIN_SEEDS` of them (the rules count them as units: more seeds is more of the same
+    null), and by name where there are fewer."""
     if row["claim"] == "E3":
         return {(m["model"], m["null"]) for m in row["models"]}
     key = "late_nulls" if row["claim"] == "E1" else "head_nulls"
     extra = "data_nulls" if row["claim"] == "E2" else key
-    return {(x["model"], n) for x in row["per_model"] for n in (*x[key], *x[extra])}
+    out = set()
+    for x in row["per_model"]:
+        names = {*x[key], *x[extra]}
+        seeds = {n for n in names if n.startswith("random") and n[6:].isdigit()}
+        out |= {(x["model"], n) for n in names - seeds}
+        out |= {(x["model"], "random-init seeds")} if len(seeds) >= MIN_SEEDS else {(x["model"], n) for n in seeds}
+        if x.get("data_null_seeds", MIN_SEEDS) < MIN_SEEDS:      # E2's data null from too few seeds' transports
+            out.add((x["model"], f"random-init transports of {x['data_null_seeds']} seed(s)"))
+    return out
 
 
 def by_corpus(rows: list[dict], corpora: dict[str, list[dict]], *, n_boot: int = 1000) -> dict[tuple, dict]:
     """Each row's verdict on every corpus in ``corpora`` (``{corpus: reports}``): ``{(claim, structure,
     metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there, and
-    one whose models were measured there against other nulls than in ``rows`` (fewer seeds, no shuffled
-    passages, another null for E3's gap) says "not comparable": a verdict against weaker nulls is not a
-    difference between corpora."""
+    one whose models were measured there against other nulls than in ``rows`` (no shuffled passages, fewer than
+    :data:`~connlap_lite.verdicts.MIN_SEEDS` random-init seeds, another null for E3's gap) says "not comparable": a
+    verdict against weaker nulls is not a difference between corpora."""
     out = {_key(r): {} for r in rows}
     mine = {_key(r): _nulls_of(r) for r in rows}
     for name, reports in corpora.items():

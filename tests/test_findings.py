@@ -143,8 +143,10 @@ def test_scorecard_headline_and_grid(e1_book):
     registered = {(r["claim"], x["model"]): x["verdict"] for r in rows if r["claim"] in ("E1", "E2")
                   for x in r["per_model"]}
     moved = [("sinks kept", "E1", "dec-b", "a word the rules may add")]
+    few = {"stdlib": [{**r, "conditions": {c: v for c, v in r["conditions"].items() if c != "shuffled"}}
+                      for r in reports]}
     says = FS.paragraphs(rows, robust, {S._key(r): {} for r in rows}, reports,
-                         (moved, registered, {"dec-a": ("BOS left out", 0.5, 0.1)}))
+                         (moved, registered, {"dec-a": ("BOS left out", [0], 0.5, [1], 0.1)}), few)
     assert tuple(says) == FS.KEYS
     grid = FS.verdict_cells(rows)
     assert {c for c, _ in grid} == {"E1", "E2"} | {f"E3 ({m})" for m in S.E3_METRICS}
@@ -159,8 +161,14 @@ def test_scorecard_headline_and_grid(e1_book):
     assert says["scorecard_headline"].count(".") >= 1 and "\n" not in says["scorecard_headline"]
     assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
         in says["scorecard_ablations"]
-    assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
-    # every dated rule change, rule 1 -> 2 and rule 2 -> 3, with its old and new verdicts
+    assert "dec-a, BOS left out: column 0 (0.50) -> column 1 (0.10)" in says["scorecard_ablations"]
+    assert "the detected sinks' mass" in says["scorecard_ablations"]
+    # the other corpora's nulls, said from the reports: fewer here, so not comparable
+    assert "3 random-init seeds, no shuffled passages" in says["scorecard_corpora"]
+    assert "*not comparable*" in says["scorecard_corpora"]
+    same = FS.corpora_note(reports, {"stdlib": reports})
+    assert "can be set beside" in same
+    # every dated rule change, rule 1 -> 2 and rule 2 -> 3 (and E2's 3 -> 4), with its old and new verdicts
     changes = says["scorecard_rule_changes"]
     for c in ("E1", "E2", "E3"):
         assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes

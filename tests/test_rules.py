@@ -299,3 +299,9 @@ def test_a_corpus_measured_with_fewer_nulls_is_not_comparable():
     assert out["E1", "decoder", "tv_norm_nosink"]["same"] in V.VERDICTS[:3]
     assert out["E1", "decoder", "tv_norm_nosink"]["fewer"] == "not comparable"
     assert out["E2", "decoder", "head_defect, data_defect_nosink"]["fewer"] != "not comparable"
+    # three seeds, the rules' minimum, are the same null as five (the seeds are units); two are not
+    three, two = (Y.record(model="a", seed=4, seeds=k, e1_early=0.0, e1_late=0.1) for k in (3, 2))
+    out = S.by_corpus(rows, {"three": [three], "two": [two]}, n_boot=200)
+    assert out["E1", "decoder", "tv_norm_nosink"]["three"] in V.VERDICTS[:3]
+    assert out["E1", "decoder", "tv_norm_nosink"]["two"] == "not comparable"
+    assert out["E2", "decoder", "head_defect, data_defect_nosink"]["two"] == "not comparable"
