@@ -48,11 +48,13 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
         trained[f"sep{k}_tv_norm_nosink"] = _curve(0.5 + 0.1 * k, 0.4 + 0.1 * k, rng, L - k)
     trained["head_defect_gaussian"] = _curve(0.3, 0.3, rng, L, H)
     trained["head_defect_rotation"] = _curve(0.25, 0.25, rng, L, H)
-    for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_gaussian", 0.1)):
+    for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_cross_2", 0.101),
+                 ("data_defect_cross_3", 0.099), ("data_defect_gaussian", 0.1)):
         trained[k] = _curve(v, v, rng, L)
     conditions["trained"] = trained
     return {"model": model, "family": family, "encoder": encoder, "layers": L, "heads": H, "groups": H,
-            "d": 64, "head_dim": 16, "passages": B,
+            "d": 64, "head_dim": 16, "passages": B, "corpus": "pydoc", "corpus_digest": "d",
+            "windows": [[0, 30 * b] for b in range(B)], "sink_mass_columns": [0],
             "tokens": 32, "parameters": int(size * 1.3), "non_embedding_parameters": int(size),
             "conditions": conditions}
 
@@ -173,6 +175,8 @@ def test_scorecard_headline_and_grid(e1_book):
     for c in ("E1", "E2", "E3"):
         assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes
     assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
+    assert "**E2, rule 3 -> rule 4, changed 2026-12-02.**" in changes
+    assert "**Measurement of `tv_norm_nosink`, changed 2026-11-30.**" in changes
     rule3 = changes.split("**E1, rule 2 -> rule 3")[1].split("\n- ")[0]
     assert all(f"{x['model']}: " in rule3 and f"-> {x['verdict']}" in rule3
                for r in rows if r["claim"] == "E1" for x in r["per_model"])

@@ -159,8 +159,9 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     text += (f"\n* **E2**: {_per_structure(rows, 'E2')}. Condition (a), heads below the Gaussian heads and the "
              f"random-init seeds (the seeds counted as units), is met by "
              f"{tally([x['heads_below_nulls'] for x in e2s])}: the trained mean head defect is "
-             f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below random-init and "
-             f"Gaussian transports on the same inputs, is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
+             f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below Gaussian "
+             f"transports and three random-init seeds' transports on the same inputs (the seeds again counted as "
+             f"units), is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
              f"trained data defect is {span(data, '{:.2f}')} times the strongest of those.")
     e3_rows = [r for r in rows if r["claim"] == "E3"]
     parts = []
@@ -203,8 +204,8 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
 
 
 def rule_changes(reports: list[dict]) -> str:
-    """Each dated rule change (rule 1 -> 2, rule 2 -> 3) with the old and the new rule's verdicts on these
-    reports, in Markdown (:func:`connlap_lite.scorecard.rule_changes`)."""
+    """Each dated rule change (rule 1 -> 2 -> 3, and 3 -> 4 for E2) and measurement change with the verdicts before
+    and after it on these reports, in Markdown (:func:`connlap_lite.scorecard.rule_changes`)."""
     return rule_changes_markdown(_changes(reports))
 
 
