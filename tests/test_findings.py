@@ -202,6 +202,41 @@ def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
     assert "in every model" in says["e2_summary"].split("closer to one than random heads")[1][:40]
 
 
+def test_e2_edge_wording_follows_the_interval(e1_book):
+    reports, *_ = e1_book
+    gap, lo, hi = F2.edge_gap_interval(reports[1])
+    assert lo <= gap <= hi
+    # the fakes' trained edges sit 0.05 above the seeds': "further" only where the interval lies above 0
+    text = F2.curves(reports, S.scorecard(reports, n_boot=200), {r["model"]: 0.35 for r in reports}, 4)[0]
+    assert text.split("where that interval lies above 0, in")[1].startswith(" every model")
+    flat = []
+    for r in reports:
+        trained = {**r["conditions"]["trained"], "edge_defect": r["conditions"]["random0"]["edge_defect"]}
+        flat.append({**r, "conditions": {**r["conditions"], "trained": trained}})
+    said = F2.curves(flat, S.scorecard(flat, n_boot=200), {r["model"]: 0.35 for r in reports}, 4)[0]
+    assert "so there the sign of the gap is not settled" in said
+
+
+def test_e2_takes_and_exercises(e1_book):
+    reports, rows, *_ = e1_book
+    take = F2.heads_take(reports, {r["model"]: 0.3 for r in reports})
+    assert take.startswith("On the plots' scale the nulls of the heads form one narrow strip in")
+    samples = {k: np.abs(np.random.default_rng(0).normal(v, w, 50)) for k, v, w in
+               (("trained", 0.6, 0.1), ("Gaussian null", 0.2, 0.002), ("rotation null", 0.28, 0.01),
+                ("random init (seed 0)", 0.2, 0.002))}
+    assert F2.hist_take(samples) == "The nulls form a narrow spike; the trained heads lie far to the right of it."
+    assert "cost" in F2.data_cost(reports) or "do not say" in F2.data_cost(reports)
+    timed = [{**r, "data_null_seconds": 2.0, "seconds": 20.0, "data_null_seeds": [0, 1, 2]} for r in reports]
+    assert "Building 3 seeds' transports and applying them cost 2.0 s per model" in F2.data_cost(timed)
+    assert "10%" in F2.data_cost(timed)
+    ex2 = F2.exercise_two({"a": (0.1, 0.002, 0.01), "b": (0.4, 0.003, 0.05)})
+    assert "within 0.003 of the simulation" in ex2 and "(a, $\\lambda = 0.10$)" in ex2
+    frac = np.zeros((2, 4))
+    frac[1] = 1.0
+    ex3 = F2.exercise_three(frac, [0.3, 0.3], [0.301, 0.299], 100)
+    assert "In layer 0 nearly every head" in ex3 and "4 heads in all are *less* isometric" in ex3
+
+
 def test_e2_ratios_are_what_the_rule_compares(e1_book):
     _, rows, *_ = e1_book
     got = F2.ratios(rows)
