@@ -124,6 +124,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
     t_s = per_step(trained)
     p_s = np.stack([per_step(v) for v in passage.values()])                # (nulls, steps, n_boot)
     lowest = p_s.min(0)                                                    # the strongest passage null, per draw
+    lowest_point = np.min([v.mean(1) for v in passage.values()], axis=0)   # and per step, on all the passages
     band = lambda a, first: a[..., :k, :].mean(-2) if first else a[..., -k:, :].mean(-2)   # noqa: E731
     margin_early, margin_late = band(lowest, True) - band(t_s, True), band(lowest, False) - band(t_s, False)
     growth_b = margin_late - margin_early
@@ -150,6 +151,11 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
             "gap_interval": _interval(gap_b),
             "p_trend_rule2": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
             "early_margin": float(np.mean(margin_early)), "late_margin": float(np.mean(margin_late)),
+            # the levels behind the margins: the trained curve and the strongest passage-level null at each step
+            # (the lowest), over the first and the last third of the steps (reported, not used by the rule)
+            "early_trained": float(trained[:k].mean()), "early_passage_null": float(lowest_point[:k].mean()),
+            "late_passage_null": float(lowest_point[-k:].mean()),
+            "trained_rise_interval": _interval(band(t_s, False) - band(t_s, True)),
             "margin_growth_interval": _interval(growth_b), "p_depth": p_depth,
             "p_level_passage_nulls": p_level_passage, "p_level_seeds": p_level_seeds,
             "p_level": _pmax(p_level_passage, p_level_seeds),

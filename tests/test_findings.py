@@ -12,7 +12,7 @@ from connlap_lite.findings import e2 as F2
 from connlap_lite.findings import scorecard as FS
 
 L, B, H = 7, 8, 3
-WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink")
+WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink", "input_dependence_nosink")
 STEP = ("tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink")
 
 
@@ -98,7 +98,8 @@ def test_e1_sentences_follow_the_data(e1_book):
     assert re.search(r"closer to the next layer's than any null makes it in 2 of 3 models \(enc, dec-a\)",
                      says["e1_summary"])
     # the sinks grow in every trained model and never in a seed: "training makes the sinks" in every model
-    assert "in every model training makes the sinks" in says["e1_diag_says"]
+    assert "In every model no random-init seed reaches 1/3 of it on the same tokens: training makes the sinks" \
+        in says["e1_diag_says"]
     assert "1 of 3 models (dec-b)" not in says["e1_nulls_says"].split("positional operator in")[1][:40]
 
 
@@ -115,9 +116,77 @@ def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
     assert "larger in the last third of the layers than in the first third" in says["e1_summary"]
     assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_summary"]
     dec = F1.decoder_finding(reports, rows)          # the decoders' sentence, with the rows' numbers
-    assert dec in says["e1_summary"] and "below every such null at every step in 1 of 2 decoders (dec-a)" in dec
-    assert f"{reg['dec-a']['late_margin']:.3f}" in dec and f"{reg['dec-b']['early_margin']:.3f}" in dec
+    assert dec in says["e1_summary"] and "shuffled text at every step in 1 of 2 decoders (dec-a)" in dec
+    assert f"{reg['dec-a']['late_margin']:+.3f}" in dec and f"{reg['dec-b']['early_margin']:+.3f}" in dec
+    # each model's level beside its own null, early and late (not pooled ranges)
+    a = reg["dec-a"]
+    assert (f"dec-a {a['early_trained']:.2f} over the first third of the layers and {a['late_trained']:.2f} over the "
+            f"last, against {a['early_passage_null']:.2f} and {a['late_passage_null']:.2f}") in dec
+    assert "*rises*" not in dec                       # dec-b's is flat
+    assert "In dec-a it is lower over the last third than over the first" in dec
     assert "falls with depth" not in says["e1_summary"] + says["e1_main_take"]
+
+
+def test_e1_says_when_the_distance_rises_with_depth():
+    """A decoder whose distance between consecutive layers rises (0.5 to 0.7) while its strongest null rises
+    faster (0.5 to 1.0): the margin grows, and the sentence says that it grows only because the null rises."""
+    rng = np.random.default_rng(0)
+    r = fake("dec-r", seed=7)
+    t = r["conditions"]["trained"]
+    t["tv_norm_nosink"] = _curve(0.5, 0.7, rng, L - 1)
+    for k in ("cross_passage_tv_norm_nosink", "positional_tv_norm_nosink"):
+        t[k] = _curve(0.5, 1.0, rng, L - 1)
+    r["conditions"]["shuffled"]["tv_norm_nosink"] = _curve(0.6, 1.1, rng, L - 1)
+    rows = S.scorecard([r], n_boot=200)
+    x = F1.registered(rows)["dec-r"]
+    assert x["late_trained"] > x["early_trained"] and x["late_margin"] > x["early_margin"]
+    dec = F1.decoder_finding([r], rows)
+    assert "The distance itself *rises* with depth in dec-r" in dec
+    assert "in dec-r the margin grows only because the strongest null rises faster" in dec
+    assert "is not the layers converging to a stable operator" in dec
+
+
+def test_e1_sinks_are_compared_on_the_same_columns_and_never_with_zero(e1_book):
+    reports, rows, *_ = e1_book
+    # the fakes' seeds put 0.02 on the trained columns, the trained models up to 0.6: training makes the sinks
+    assert all(F1.sink_made(r) for r in reports)
+    assert F1.columns_of(reports).startswith("enc column 0;")
+    # a null as sink-heavy as the trained model: the comparison fails, and the sentence says so
+    heavy = [{**r, "conditions": {**r["conditions"], **{c: {**r["conditions"][c], "sink": r["conditions"]["trained"]
+                                                           ["sink"]} for c in ("random0", "random1", "random2")}}}
+             for r in reports]
+    assert not any(F1.sink_made(r) for r in heavy)
+    assert "By this measure no model's sinks come from training" in F1.diagnostics(heavy)
+    assert "exceeds 3 times every random-init seed's largest in no model" in F1.takeaways(heavy, rows)["e1_sinks_take"]
+    # nulls whose sink mass is 0 in every layer (nothing measured there): no comparison with 0 is made
+    zero = [{**r, "conditions": {**r["conditions"], **{c: {**r["conditions"][c], "sink": [[0.0] * B] * L}
+                                                       for c in ("random0", "random1", "random2")}}} for r in reports]
+    assert all(F1.sink_made(r) is None for r in zero)
+    said = F1.diagnostics(zero)
+    assert "training makes the sinks" not in said and "no sink column was found" in said
+    assert "No sink column was found" in F1.takeaways(zero, rows)["e1_sinks_take"]
+
+
+def test_e1_input_dependence_is_reported(e1_book):
+    reports, rows, grid, says = e1_book
+    text = says["e1_input_says"]
+    trained = R.layer_means(reports[1], "input_dependence_nosink")
+    k = -(-len(trained) // 3)
+    assert f"dec-a {trained[:k].mean():.2f} and {trained[-k:].mean():.2f}" in text
+    assert "on shuffled passages" in text and "The random-init seeds' late value is" in text
+    assert says["e1_input_take"].startswith("How much a layer's walk depends on its passage is lower over the last")
+
+
+def test_e1_exercise_paragraphs(e1_book):
+    reports, *_ = e1_book
+    ex2 = F1.exercise_two([0.01, 0.02], [0.45, 0.46], reports[1], 32)
+    assert "random 2-layer decoder are 0.010 to 0.020" in ex2 and "= 0.484$ ($n = 32$)" in ex2
+    toy = {(c, s): v for c in (False, True) for s, v in ((0.01, 1.41), (0.1, 1.3), (1.0, 1.1), (10.0, 1.0))}
+    ex3 = F1.exercise_three(toy, reports)
+    null, trained = F1.tv_norm_levels(reports)
+    assert f"dec-a {null['dec-a']:.2f}" in ex3 and "it falls as $\\sigma$ grows" in ex3
+    assert null["dec-a"] == pytest.approx(np.mean([R.late_value(reports[1], "tv_norm", c).mean()
+                                                   for c in ("random0", "random1")]))
 
 
 def test_e1_long_context_with_three_passages_is_insufficient_data(e1_book):
