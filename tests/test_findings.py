@@ -379,9 +379,10 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
                  predecessor=0.7)
     headline = {m: dict(copying=2, suppressing=1, null_max_c=0.01, sink_peak_over_u=12.0, overlap=0.2,
                         overlap_ref=0.1) for m in reports}
+    bound_gap = {m: -0.1 for m in reports}
     says = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
                          sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats, n_one=0,
-                         edges=edges, headline=headline)
+                         edges=edges, headline=headline, bound_gap=bound_gap)
     assert tuple(says) == FB.KEYS
     assert f"{3 * len(reports)} of {L * H * len(reports)} trained heads" in says["beyond_summary"]
     assert "in every model" in says["beyond_overlap_says"] and "no head's value sub-bundle" in says["beyond_overlap_says"]
@@ -393,5 +394,15 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
     sink_stats[first] = {**sink_stats[first], "null_min": 0.0}
     sinkless = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
                              sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats,
-                             n_one=0, edges=edges, headline=headline)["beyond_sink_says"]
+                             n_one=0, edges=edges, headline=headline, bound_gap=bound_gap)["beyond_sink_says"]
     assert f"In some layers of {first} the nulls have no sink column at all" in sinkless and "inf" not in sinkless
+    # the captions' first sentences, computed
+    assert says["beyond_sink_take"].startswith("On each model's sink columns the trained sink rises above five times")
+    assert "stay within a factor 1.11 of it" in says["beyond_sink_take"]
+    assert "in every model (the largest $|c_h| - \\sqrt{\\omega_h}$ is -0.10)" in says["beyond_bound_take"]
+    assert says["beyond_edge_take"].startswith("Every heaviest edge mixes its heads into one operator of rank")
+    # nulls with no sink column: their Delta is 0 by construction, and no comparison with it is made
+    for m in gap_stats:
+        gap_stats[m]["null_sinkless"] = True
+    gap_says = FB.sink_removal(reports, gaps, gap_stats, sink_stats)
+    assert "0 by construction" in gap_says and "five times the nulls'" not in gap_says
