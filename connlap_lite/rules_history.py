@@ -353,8 +353,10 @@ def e2_rule1(report: dict) -> dict:
             "verdict": combine(a, b)}
 
 
-def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled."""
+def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0,
+                condition: str = "trained") -> dict:
+    """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled;
+    ``condition`` (e.g. ``"random0"``) fits a null's values instead of the trained model's."""
     reports = check_reports(reports, need=("parameters",))
     bad = [i for i, r in enumerate(reports) if isinstance(r["parameters"], bool)
            or not isinstance(r["parameters"], (int, float, np.number)) or not r["parameters"] > 0]
@@ -362,7 +364,7 @@ def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: i
         raise ValueError(f"reports must count positive parameters; reports[{bad[0]}] has {reports[bad[0]]['parameters']!r}")
     check_int(n_boot, "n_boot", low=1)
     x = np.log10([r["parameters"] for r in reports])
-    samples = [late_value(r, metric) for r in reports]
+    samples = [late_value(r, metric, condition) for r in reports]
     y = np.array([s.mean() for s in samples])
     if len(reports) < 2:
         return {"metric": metric, "n_models": len(reports), "slope": float("nan"), "lo": float("nan"),
