@@ -55,7 +55,7 @@ from .models import check_model, load_model, model_name
 from .verify import check as verify_check
 from .text import check_bos, check_corpus, check_texts, corpus_digest
 from .text import corpus as corpus_texts
-from .text import passages as make_passages
+from .text import passages_with_windows
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
@@ -86,7 +86,7 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
     B, n, _ = P.shape
     Pn = M.without_sinks(P, sinks)
     U = M.uniform_walk(n, causal, dtype=P.dtype)
-    out = {"sink": M.sink_mass(P, sinks), "uniform_dist": M.walk_distance(P, U),
+    out = {"uniform_dist": M.walk_distance(P, U),
            "rev": M.reversibility(M.teleport(P)), "rev_nosink": M.reversibility(M.teleport(Pn))}
     for key, W in (("cross", P), ("cross_nosink", Pn)):
         spec = M.sym_spectrum(W)
@@ -104,14 +104,19 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
 
 
 def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bool, spectra_P: list | None = None,
-                  spectra_Q: list | None = None) -> dict:
+                  spectra_Q: list | None = None, fixed: list[int] | None = None) -> dict:
     """Step metrics from layer ``P`` to layer ``Q`` (``sinks``: both layers' sink columns); the spectral distances
     from the spectra ``_walk_metrics`` returned for each where given (the same numbers as ``M.spectral_distance``,
     without solving them again).
 
     The inner nulls put another passage's next layer (``cross_passage_...``) or the other passages' mean next
     layer (``positional_...``) in place of the passage's own, and are divided by the trained pair's own
-    :func:`metrics.uniform_scale`: one yardstick for the step and its nulls."""
+    :func:`metrics.uniform_scale`: one yardstick for the step and its nulls.
+
+    ``fixed`` (the sink columns assumed before they were detected, :func:`metrics.sink_columns`) adds the archived
+    measurements of ``tv_norm_nosink`` and its inner nulls (:data:`connlap_lite.record.ARCHIVED`): ``_pre1201``
+    (fixed sinks, each null divided by its own pair's distance from the sink-free uniform walk) and ``_pre1130``
+    (the same, divided by the distance from the full uniform walk)."""
     Pn, Qn = M.without_sinks(P, sinks), M.without_sinks(Q, sinks)
     if spectra_P and spectra_Q:
         spec, spec_nosink = ((a - b).abs().mean(-1) for a, b in zip(spectra_P, spectra_Q))
@@ -127,19 +132,42 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
             others = (C.sum(0, keepdim=True) - C) / (B - 1)
             out["cross_passage_tv_norm" + tag] = M.cross_passage_distance(A, C, yardstick)
             out["positional_tv_norm" + tag] = M.over_scale(M.walk_distance(A, others), yardstick)
+    if fixed is not None:
+        Pf, Qf = (Pn, Qn) if list(fixed) == list(sinks) else (M.without_sinks(P, fixed), M.without_sinks(Q, fixed))
+        pairs = [("", Qf)]
+        if B > 1:
+            pairs += [("cross_passage_", Qf.roll(-1, 0)), ("positional_", (Qf.sum(0, keepdim=True) - Qf) / (B - 1))]
+        for tag, C in pairs:
+            d = M.walk_distance(Pf, C)
+            out[tag + "tv_norm_nosink_pre1201"] = M.over_scale(d, M.uniform_scale(Pf, C, causal, fixed))
+            out[tag + "tv_norm_nosink_pre1130"] = M.over_scale(d, M.uniform_scale(Pf, C, causal))
     return out
 
 
-def _data_defects(heads, X: torch.Tensor, keep: list[int], twin, seed: int) -> tuple[dict, "HeadTransports"]:
-    """The data defect on the non-sink tokens ``keep``: the trained heads', and two nulls' on the same inputs; and
-    the Gaussian null's heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size;
-    ``measure`` reuses them for ``head_defect_gaussian``)."""
+def _data_defects(heads, X: torch.Tensor, keep: list[int], twins: list, seed: int,
+                  fixed_keep: list[int] | None = None, seconds: dict | None = None) -> tuple[dict, "HeadTransports"]:
+    """The data defect on the non-sink tokens ``keep``: the trained heads', and the nulls' on the same inputs (each
+    twin's transports, :data:`connlap_lite.record.DATA_SEED_KEYS`; Gaussian transports); and the Gaussian null's
+    heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size; ``measure`` reuses
+    them for ``head_defect_gaussian``).  ``fixed_keep`` (the tokens that are not at the fixed sink columns) adds the
+    archived ``_pre1201`` values of the trained heads, the first twin and the Gaussian transports."""
     Xk = X[:, keep]
-    out = {"data_defect_nosink": M.data_isometry_defect(heads, Xk).mean(-1)}
-    if twin is not None:
-        out["data_defect_cross"] = M.data_isometry_defect(twin, Xk).mean(-1)
+    Xf = None if fixed_keep is None or fixed_keep == keep else X[:, fixed_keep]
+
+    def defects(name, T):
+        out[name] = M.data_isometry_defect(T, Xk).mean(-1)
+        if fixed_keep is not None and name in ("data_defect_nosink", "data_defect_cross", "data_defect_gaussian"):
+            out[name + "_pre1201"] = out[name] if Xf is None else M.data_isometry_defect(T, Xf).mean(-1)
+
+    out: dict = {}
+    defects("data_defect_nosink", heads)
+    start = time.perf_counter()
+    for key, T in zip(record.DATA_SEED_KEYS, twins):
+        defects(key, T)
+    if seconds is not None:
+        seconds["twins"] = seconds.get("twins", 0.0) + time.perf_counter() - start
     gaussian = gaussian_null(heads, seed)
-    out["data_defect_gaussian"] = M.data_isometry_defect(gaussian, Xk).mean(-1)
+    defects("data_defect_gaussian", gaussian)
     return out, gaussian
 
 
@@ -155,17 +183,30 @@ def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     return edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
 
 
+def twin_transports(twin, layers: int) -> list:
+    """Every layer's head transports of ``twin`` (from its weights: no forward pass), to pass to :func:`measure`
+    as a twin without keeping the model."""
+    return [head_transports(twin, layer) for layer in range(layers)]
+
+
 def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
-            progress: bool = False, sinks_found: list | None = None) -> dict:
+            progress: bool = False, sinks_found: list | None = None, sink_mass_columns: list[int] | None = None,
+            seconds: dict | None = None) -> dict:
     """Every metric for every layer of ``model`` on ``batch``: ``{metric: [per-layer values]}``.
 
     Walk and data metrics are lists of per-passage values; head metrics are per-head values.
     The sink columns are read from each layer's walks (:func:`metrics.detect_sinks`, over the passages),
     not assumed; a step between two layers leaves out both layers' sinks.  ``sinks_found``, if given, gets
     each layer's sink columns appended.
+    ``sink`` is the mass on ``sink_mass_columns`` in every layer (:func:`metrics.sink_mass`); by default those are
+    this model's own sink columns, every column detected in some layer (``analyze`` passes the trained model's to
+    its nulls, so that every condition's sink mass is measured on the same tokens).
     ``head_nulls`` adds the nulls measured inside the model (rotated and Gaussian heads, Gaussian
-    transports on the data); ``twin`` (a model of the same architecture, e.g. ``random_like``) adds
-    ``data_defect_cross``, its transports on this model's inputs.
+    transports on the data); ``twin`` (a model of the same architecture, e.g. ``random_like``, or a list of
+    them, or of their per-layer transports, :func:`twin_transports`) adds ``data_defect_cross`` (and
+    ``data_defect_cross_2``, ``_3`` for a second and third twin): their transports on this model's inputs.
+    The archived measurements (:data:`connlap_lite.record.ARCHIVED`) are measured beside the current ones.
+    ``seconds``, if given, gets the time spent applying the twins' transports (``"twins"``).
     """
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
@@ -181,16 +222,23 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     if bool(encoder) == causal:
         raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
                          f"pass encoder={not causal} (its sink tokens depend on it)")
-    if twin is not None and type(twin) is not type(model):
-        raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
-                        f"got {type(twin).__name__}; build it with random_like(model, seed)")
+    twins = [] if twin is None else list(twin) if isinstance(twin, (list, tuple)) else [twin]
+    if len(twins) > len(record.DATA_SEED_KEYS):
+        raise ValueError(f"twin must hold at most {len(record.DATA_SEED_KEYS)} twins, got {len(twins)}")
+    for t in twins:
+        if not isinstance(t, list) and type(t) is not type(model):
+            raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
+                            f"got {type(t).__name__}; build it with random_like(model, seed)")
     res: dict[str, list] = {k: [] for k in (record.WALK_METRICS + record.STEP_METRICS + record.SEP_METRICS
                                            + record.HEAD_METRICS + record.DATA_METRICS)}
     previous: list[torch.Tensor] = []                               # the last max(record.SEPARATIONS) layers' walks
     previous_spectra: list = []
     n = batch["input_ids"].shape[1]
+    fixed = M.sink_columns(n, encoder)                               # the sink columns assumed before 2026-12-01
+    fixed_keep = [i for i in range(n) if i not in fixed]
     found: list[list[int]] = []                                     # every layer's sink columns so far
-    for lw in attention_walks(model, batch, progress=progress):
+    walks: list[torch.Tensor] = []                                  # (kept for the sink mass when its columns are
+    for lw in attention_walks(model, batch, progress=progress):    # this model's own, known after the last layer)
         A = lw.attention
         P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
         for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
@@ -199,6 +247,10 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         sinks = M.detect_sinks(P)
         found.append(sinks)
         keep = [i for i in range(n) if i not in sinks]
+        if sink_mass_columns is None:
+            walks.append(P)
+        else:
+            res["sink"].append(M.sink_mass(P, sink_mass_columns).tolist())
         spectra: list = []
         for k, v in _walk_metrics(P, sinks, spectra).items():
             res[k].append(v.tolist())
@@ -206,7 +258,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
             both = sorted(set(found[-2]) | set(sinks))
             same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
             for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
-                                      spectra if same else None).items():
+                                      spectra if same else None, fixed=fixed).items():
                 res[k].append(v.tolist())
         previous_spectra = spectra
         for k in record.SEPARATIONS:
@@ -226,21 +278,38 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         X = lw.inputs.double()
         res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
         if head_nulls:
-            other = None if twin is None else head_transports(twin, lw.layer).to(dtype=heads.U.dtype)
-            values, gaussian = _data_defects(heads, X, keep, other, lw.layer)
+            others = [(t[lw.layer] if isinstance(t, list) else head_transports(t, lw.layer)).to(dtype=heads.U.dtype)
+                      for t in twins]
+            values, gaussian = _data_defects(heads, X, keep, others, lw.layer, fixed_keep, seconds)
             for k, v in values.items():
                 res[k].append(v.tolist())
             # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
             res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
-            del gaussian
+            del gaussian, others
         res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
+    if sink_mass_columns is None:                                  # this model's own sinks: every column detected
+        columns = sink_columns_of(found)
+        res["sink"] = [M.sink_mass(W, columns).tolist() for W in walks]
     if sinks_found is not None:
         sinks_found.extend(found)
     return {k: v for k, v in res.items() if v}
 
 
+def sink_columns_of(found: list[list[int]]) -> list[int]:
+    """The columns on which a report measures the sink mass: every column detected as a sink in some layer.
+
+    >>> sink_columns_of([[], [0], [0, 5], []])
+    [0, 5]
+    """
+    return sorted(set().union(*found)) if found else []
+
+
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-01.5"   # .4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text
+SCHEMA = "2026-12-02.1"
+# 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
+# 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
+# null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
+# rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:
@@ -254,6 +323,8 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     layers, conditions = report.get("layers"), report.get("conditions")
     if not isinstance(layers, int) or layers < 1 or not isinstance(conditions, dict):
         return "it has no layer count or no conditions"
+    if not isinstance(report.get("windows"), list) or not isinstance(report.get("sink_mass_columns"), list):
+        return "it does not say which passages it measured or on which columns its sink mass is"
     want = ["random" if args["random_init"] else "trained"] + [f"random{s}" for s in args["random_seeds"]]
     want += ["shuffled"] if args["shuffle"] else []
     for cond in want:
@@ -268,6 +339,15 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     return None
 
 
+def _seeds(seeds, name: str) -> list[int]:
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of ints such as (0, 1), got {seeds!r}")
+    seeds = [check_int(s, f"{name} entries", low=0) for s in seeds]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must not repeat a seed, got {seeds}")
+    return seeds
+
+
 def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple:
     """The arguments checked, as plain Python values (a path's string, numpy ints as ints: the key is JSON)."""
     name = model_name(name)
@@ -275,11 +355,7 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
                            why="bootstrap intervals and cross-passage distances need two")
     n_tokens = check_int(n_tokens, "n_tokens", low=4)
     seed = check_int(seed, "seed", low=0)
-    if isinstance(random_seeds, (str, bytes)) or not hasattr(random_seeds, "__iter__"):
-        raise TypeError(f"random_seeds must be a sequence of ints such as (0, 1), got {random_seeds!r}")
-    seeds = [check_int(s, "random_seeds entries", low=0) for s in random_seeds]
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"random_seeds must not repeat a seed, got {seeds}")
+    seeds = _seeds(random_seeds, "random_seeds")
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
     return name, n_passages, n_tokens, seed, seeds, None if texts is None else check_texts(texts)
@@ -288,13 +364,19 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
-            refresh: bool = False, progress: bool = False, known: bool = False) -> "record.Report":
+            refresh: bool = False, progress: bool = False, known: bool = False, data_seeds=None) -> "record.Report":
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a :class:`connlap_lite.record.Report` (read-only, JSON-able, read like a dict): model facts
     (family, encoder, layers, parameter counts), ``sink_columns`` (each condition's detected sink columns,
-    per layer) and ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
+    per layer), ``sink_mass_columns`` (the trained model's sink columns, on which every condition's ``sink`` is
+    measured), ``windows`` (each passage's text and first token, :func:`connlap_lite.text.windows`),
+    ``data_null_seeds`` and ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
     for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
+
+    ``data_seeds``: the random-init seeds whose head transports, built from their weights alone (no forward
+    pass), are applied to the trained model's inputs for E2's data null (``data_defect_cross``, ``_2``, ``_3``);
+    by default the first three of ``random_seeds``.
 
     ``corpus`` names the texts (:data:`connlap_lite.text.CORPORA`) unless ``texts`` are given.
     ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
@@ -314,7 +396,10 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     else:
         corpus = "texts"
     check_bos(bos)
-    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds,
+    data_seeds = random_seeds[:len(record.DATA_SEED_KEYS)] if data_seeds is None else _seeds(data_seeds, "data_seeds")
+    if len(data_seeds) > len(record.DATA_SEED_KEYS):
+        raise ValueError(f"data_seeds must hold at most {len(record.DATA_SEED_KEYS)} seeds, got {data_seeds}")
+    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds, data_seeds=data_seeds,
                 shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
                 corpus_digest=corpus_digest(corpus) if texts is None else None)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
@@ -348,7 +433,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     the model only if it is not quantised)."""
     n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
     random_init, q4, texts, corpus = args["random_init"], args["q4"], args["texts"], args["corpus"]
-    bos = args.get("bos")
+    bos, data_seeds = args.get("bos"), args["data_seeds"]
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)
@@ -356,8 +441,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
         raise ValueError(f"n_tokens must be at most {limit} for {name!r} (its positions), got {n_tokens}")
     if q4:
         quantise_q4(model)
-    batch = make_passages(tok, n_passages, n_tokens, seed=seed, texts=corpus_texts(corpus) if texts is None else texts,
-                          bos=bos)
+    source = corpus_texts(corpus) if texts is None else texts
+    batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=source, bos=bos)
     # no number from a layer that the adapter misreads: the walk must reproduce every attention module first
     verify_check(model, {k: v[:2] for k, v in batch.items()})
     facts = describe(model)
@@ -365,27 +450,51 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     total, non_embedding = parameter_counts(model)
     report = {"schema": SCHEMA, "model": name, **facts, "parameters": total, "non_embedding_parameters": non_embedding,
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus,
-              "corpus_digest": args["corpus_digest"], "bos": bos, "conditions": {}}
+              "corpus_digest": args["corpus_digest"], "bos": bos,
+              "windows": [list(w) for w in windows],
+              "data_null_seeds": data_seeds, "conditions": {}}
     label = "random" if random_init else "trained"
     conditions = report["conditions"]
-    twin = random_like(model, 1000 + random_seeds[0]) if random_seeds else None
+    # E2's data null: each data seed's head transports, from its weights (no forward pass); the first random-init
+    # null's model is kept to be measured below (built once)
+    kept, twins, timing = {}, [], time.perf_counter()
+    for s in data_seeds:
+        twin = random_like(model, 1000 + s)
+        twins.append(twin_transports(twin, facts["layers"]))
+        if random_seeds and s == random_seeds[0] or held is not None and s == 0:
+            kept[s] = twin
+        del twin
+    built = time.perf_counter() - timing            # (building the twins and their transports)
     sinks = report["sink_columns"] = {}              # every condition's detected sink columns, per layer
-    conditions[label] = measure(model, batch, encoder=encoder, twin=twin, progress=progress,
-                                sinks_found=sinks.setdefault(label, []))
+    took = report["condition_seconds"] = {}          # what each condition cost (building its model included,
+                                                     # unless it was built for the data null above)
+    timing, applied = time.perf_counter(), {}
+    conditions[label] = measure(model, batch, encoder=encoder, twin=twins or None, progress=progress,
+                                sinks_found=sinks.setdefault(label, []), seconds=applied)
+    took[label] = time.perf_counter() - timing
+    # E2's data null, what it cost: building the seeds' models and transports, and applying them to the inputs
+    report["data_null_seconds"] = built + applied.get("twins", 0.0)
+    del twins
+    columns = report["sink_mass_columns"] = sink_columns_of(sinks[label])
     if held is not None and not q4:
         held.update(model=model, tokenizer=tok)
-        if random_seeds and random_seeds[0] == 0:   # random_like(model, 1000): the known results' null too
-            held["twin"] = twin
+        if 0 in kept:                               # random_like(model, 1000): the known results' null too
+            held["twin"] = kept[0]
     nulls = {}
-    for s in random_seeds:                          # the first null is the twin itself: built once
-        null = twin if twin is not None else random_like(model, 1000 + s)
-        twin = None
+    for s in random_seeds:
+        timing = time.perf_counter()
+        null = kept.pop(s) if s in kept else random_like(model, 1000 + s)
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
-                                      sinks_found=sinks.setdefault(f"random{s}", []))
+                                      sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns)
         del null
+        took[f"random{s}"] = time.perf_counter() - timing
+    kept.clear()
     if args["shuffle"]:
+        timing = time.perf_counter()
         conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
-                                         progress=progress, sinks_found=sinks.setdefault("shuffled", []))
+                                         progress=progress, sinks_found=sinks.setdefault("shuffled", []),
+                                         sink_mass_columns=columns)
+        took["shuffled"] = time.perf_counter() - timing
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
     return report

@@ -22,6 +22,7 @@ E1, attention graphs settle into stable operators with depth:
 ``teleport(P, alpha)``            PageRank chain ``(1 - alpha) P + alpha 11^T / n`` (irreducible);
 ``detect_sinks(P)``               the sink columns: those receiving over ``SINK_MULTIPLE / n`` of the attention;
 ``sink_mass(P, sinks)``           mean attention paid to the sink columns by the other queries;
+``uniform_sink_mass(n, causal, sinks)`` the same for the uniform walk: a sink mass's reference;
 ``without_sinks(P, sinks)``       sink columns zeroed and rows renormalised.
 
 One walk up close (chapter *Reading a real transformer*):
@@ -251,6 +252,18 @@ def sink_mass(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     rows = torch.ones(P.shape[-2], dtype=torch.bool, device=P.device)
     rows[sinks] = False
     return P[..., rows, :][..., sinks].sum(-1).mean(-1)
+
+
+def uniform_sink_mass(n: int, causal: bool, sinks: list[int]) -> float:
+    """The sink mass that the uniform walk on ``n`` tokens gives the columns ``sinks``: the reference of a sink
+    mass measured on those columns (0 for no columns).
+
+    >>> round(uniform_sink_mass(64, True, [0]), 6) == round((sum(1 / k for k in range(1, 65)) - 1) / 63, 6)
+    True
+    >>> uniform_sink_mass(64, False, [0, 63]), uniform_sink_mass(64, False, [])
+    (0.03125, 0.0)
+    """
+    return float(sink_mass(uniform_walk(n, causal), sinks))
 
 
 def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:

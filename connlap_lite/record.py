@@ -8,11 +8,14 @@ stated once:
 ``UNITS``                                the unit each metric's per-layer list holds (passage, head, edge passage);
 ``separation(metric)``                   how many layers apart its two walks are (its list has ``layers - k`` entries);
 ``NULLS``                                the registered nulls of the metrics the rules test, by display name;
+``DATA_SEED_KEYS``                       E2's data null, one key per random-init seed's transports;
+``ARCHIVED``                             measurements replaced after results were seen, by the date they were;
 ``Report``                               a record validated once, read-only, with the reading methods.
 
 The reading functions (:func:`values_of`, :func:`layer_means`, :func:`layer_curve`, :func:`depth_trend`,
-:func:`late`, :func:`late_value`, :func:`random_nulls`, :func:`matrix`) take a :class:`Report` or a plain
-dict of the same shape (a report read back from JSON); :class:`Report`'s methods are the same functions.
+:func:`late`, :func:`late_value`, :func:`random_nulls`, :func:`matrix`, :func:`archived_view`) take a
+:class:`Report` or a plain dict of the same shape (a report read back from JSON); :class:`Report`'s methods are the
+same functions.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
@@ -24,16 +27,30 @@ import numpy as np
 
 # ----------------------------------------------------------------------- the names, by kind
 WALK_METRICS = ["sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink", "input_dependence_nosink"]
+# Measurements replaced after results were seen, still measured under these keys so that the verdicts they gave can
+# be shown beside the new ones (connlap_lite.rules_history.MEASUREMENT_CHANGES says which key replaced which, when
+# and why): _pre1130 is tv_norm_nosink as measured before 2026-11-30 (sinks fixed at column 0, and the last column
+# of an encoder; divided by the distance from the full uniform walk), _pre1201 as measured from then until
+# 2026-12-01 (the same sinks; divided by the distance from the sink-free uniform walk); each inner null divided by
+# its own pair's distance, as it was then.  The data defects _pre1201 leave out the same fixed sink tokens.
+ARCHIVED = {"2026-11-30": ["tv_norm_nosink_pre1130", "cross_passage_tv_norm_nosink_pre1130",
+                           "positional_tv_norm_nosink_pre1130"],
+            "2026-12-01": ["tv_norm_nosink_pre1201", "cross_passage_tv_norm_nosink_pre1201",
+                           "positional_tv_norm_nosink_pre1201", "data_defect_nosink_pre1201",
+                           "data_defect_cross_pre1201", "data_defect_gaussian_pre1201"]}
+_ARCHIVED = [k for keys in ARCHIVED.values() for k in keys]
 STEP_METRICS = ["tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink",
                 "cross_passage_tv_norm_nosink", "positional_tv_norm_nosink",
-                "cross_passage_tv_norm", "positional_tv_norm"]
+                "cross_passage_tv_norm", "positional_tv_norm"] + [k for k in _ARCHIVED if "tv_norm" in k]
 SEPARATIONS = (2, 3, 4)   # layer l against l + k: sep<k>_tv_norm_nosink has layers - k per-layer lists
 SEP_METRICS = [f"sep{k}_tv_norm_nosink" for k in SEPARATIONS]
 HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head_defect_gaussian", "copy", "overlap"]
-DATA_METRICS = ["data_defect", "edge_defect", "data_defect_nosink", "data_defect_cross", "data_defect_gaussian"]
+# E2's data null: the head transports of the first three random-init seeds on the trained model's own inputs
+DATA_SEED_KEYS = ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")
+DATA_METRICS = (["data_defect", "edge_defect", "data_defect_nosink", *DATA_SEED_KEYS, "data_defect_gaussian"]
+                + [k for k in _ARCHIVED if k.startswith("data_")])
 # metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
-PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + ["data_defect", "data_defect_nosink",
-                                                              "data_defect_cross", "data_defect_gaussian"]
+PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + [m for m in DATA_METRICS if m != "edge_defect"]
 UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS},
          "edge_defect": "edge passage"}
 
@@ -323,6 +340,28 @@ def registered_nulls(report, metric: str) -> dict[str, np.ndarray]:
     for name, (cond, key) in registered.items():
         if cond in c and key in c[cond]:
             out[name] = matrix(report, key, cond)
+    return out
+
+
+def archived_view(report, keys: dict[str, str]) -> dict:
+    """``report`` as it would have been measured before a change: in every condition each key of ``keys``
+    (``{current key: archived key}``, :data:`ARCHIVED`) reads its archived values; a condition without the
+    archived key loses the current one too (never a mix of the two measurements).
+
+    >>> r = {"model": "m", "conditions": {"trained": {"tv": [[0.1]], "tv_old": [[0.3]]}, "random0": {"tv": [[0.2]]}}}
+    >>> archived_view(r, {"tv": "tv_old"})["conditions"]
+    {'trained': {'tv': [[0.3]], 'tv_old': [[0.3]]}, 'random0': {}}
+    """
+    out = {k: v for k, v in report.items() if k != "conditions"}
+    out["conditions"] = {}
+    for cond, values in report["conditions"].items():
+        view = dict(values)
+        for current, old in keys.items():
+            if old in values:
+                view[current] = values[old]
+            else:
+                view.pop(current, None)
+        out["conditions"][cond] = view
     return out
 
 

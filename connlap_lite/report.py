@@ -1,4 +1,5 @@
-"""The verdicts on E1-E3 from measurement reports: the rules in force (rule 3, registered 2026-12-01).
+"""The verdicts on E1-E3 from measurement reports: the rules in force (rule 3 of 2026-12-01 for E1 and E3, rule 4
+of 2026-12-02 for E2).
 
 Every empirical chapter, the scorecard and the command line decide E1-E3 here; the record's shape and
 its reading functions are :mod:`connlap_lite.record`'s, the vocabulary (:data:`VERDICTS`) and the
@@ -34,12 +35,13 @@ E1, per model, metric ``tv_norm_nosink`` (smaller = more alike):
     Condition (a) keeps the keys rule 2 gave its trend condition (``p_trend``, ``p_trend_holm``, ``falls``) and
     has its own too (``p_depth``, ``p_depth_holm``, ``deepens``); rule 2's trend statistics (``rho``,
     ``rho_interval``, ``null_rho``, ``p_trend_rule2``) are still reported, not used.
-E2, per model:
+E2, per model (rule 4, registered 2026-12-02; rule 3 read (b) against one seed's transports):
     (a) *heads*: the mean ``head_defect`` over every head of every layer is below the Gaussian heads'
         (bootstrap over heads, paired by position) and below the random-init seeds' (seeds as units);
-    (b) *data*: the mean ``data_defect_nosink`` is below the random-init twin's transports and Gaussian
-        transports applied to the same inputs (``data_defect_cross``, ``data_defect_gaussian``; bootstrap
-        over passages; the twin is one seed's transports, ``data_null_seeds`` = 1).
+    (b) *data*: the mean ``data_defect_nosink`` is below Gaussian transports applied to the same inputs
+        (``data_defect_gaussian``; bootstrap over passages) and below the transports of the first three
+        random-init seeds applied to the same inputs (``data_defect_cross``, ``_2``, ``_3``), the seeds as units
+        (Student's t over seeds; ``data_null_seeds`` says how many; below 3, "insufficient data").
 E3, per structure and metric (smaller = more of the claim): the late-layer *gap*, trained minus the metric's
     strongest registered null (:func:`gap`), against log10(non-embedding parameters), within one family of at
     least three sizes: holds if the passage-bootstrap interval of the slope, its model-level jackknife
@@ -57,7 +59,7 @@ import numpy as np
 
 from . import rules_history
 from .record import (PASSAGE_METRICS, late, late_value, layer_curve, layer_means, depth_trend,  # noqa: F401
-                     NULLS, matrix, random_nulls, registered_nulls, values_of)
+                     DATA_SEED_KEYS, NULLS, matrix, random_nulls, registered_nulls, values_of)
 from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p, spearman  # noqa: F401
 from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, combine,  # noqa: F401
                        data_status, decide, flag)
@@ -65,7 +67,8 @@ from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, 
 E1_METRIC = "tv_norm_nosink"
 # the E1 metric's nulls measured inside the trained condition, by display name (from record.NULLS)
 INNER_NULLS = {name: key for name, (cond, key) in NULLS[E1_METRIC].items() if cond == "trained"}
-RULE = 3
+RULE = 3          # E1 and E3
+E2_RULE = 4       # E2: rule 3 with its data null from three random-init seeds as units (2026-12-02)
 SEED_MEAN = "random-init (mean of seeds)"
 # The reading functions imported above are read here too (``report.layer_means``...) because the chapters
 # call them so; their defining module is connlap_lite.record.  ``_verdict``, ``_reports`` and ``_matrix``
@@ -121,6 +124,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
     t_s = per_step(trained)
     p_s = np.stack([per_step(v) for v in passage.values()])                # (nulls, steps, n_boot)
     lowest = p_s.min(0)                                                    # the strongest passage null, per draw
+    lowest_point = np.min([v.mean(1) for v in passage.values()], axis=0)   # and per step, on all the passages
     band = lambda a, first: a[..., :k, :].mean(-2) if first else a[..., -k:, :].mean(-2)   # noqa: E731
     margin_early, margin_late = band(lowest, True) - band(t_s, True), band(lowest, False) - band(t_s, False)
     growth_b = margin_late - margin_early
@@ -147,6 +151,11 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
             "gap_interval": _interval(gap_b),
             "p_trend_rule2": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
             "early_margin": float(np.mean(margin_early)), "late_margin": float(np.mean(margin_late)),
+            # the levels behind the margins: the trained curve and the strongest passage-level null at each step
+            # (the lowest), over the first and the last third of the steps (reported, not used by the rule)
+            "early_trained": float(trained[:k].mean()), "early_passage_null": float(lowest_point[:k].mean()),
+            "late_passage_null": float(lowest_point[-k:].mean()),
+            "trained_rise_interval": _interval(band(t_s, False) - band(t_s, True)),
             "margin_growth_interval": _interval(growth_b), "p_depth": p_depth,
             "p_level_passage_nulls": p_level_passage, "p_level_seeds": p_level_seeds,
             "p_level": _pmax(p_level_passage, p_level_seeds),
@@ -200,25 +209,33 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     p_seeds = seed_p(float(heads.mean()), [v.mean() for v in seed_heads.values()])
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
-    data_nulls = {"random-init transports": per_passage("data_defect_cross"),
+    cross = [k for k in DATA_SEED_KEYS if k in report["conditions"]["trained"]]
+    if not cross:
+        raise ValueError(f"report on {report.get('model')!r} has no random-init transports on its inputs "
+                         "(data_defect_cross): analyze with random_seeds or data_seeds")
+    by_seed = [per_passage(k) for k in cross]                      # each data seed's transports, per passage
+    data_nulls = {"random-init transports": np.mean(by_seed, axis=0),
                   "Gaussian transports": per_passage("data_defect_gaussian")}
     jdx = _draws(len(data), n_boot, seed + 1)
     d_b = data[jdx].mean(1)
-    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0), len(data))
+    p_data_gauss = _p_win(d_b - data_nulls["Gaussian transports"][jdx].mean(1), len(data))
+    p_data_seeds = seed_p(float(data.mean()), [v.mean() for v in by_seed])
     strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
     used = [("trained", heads_metric), ("trained", "head_defect_gaussian"), *((s, "head_defect") for s in seeds),
-            ("trained", "data_defect_nosink"), ("trained", "data_defect_cross"), ("trained", "data_defect_gaussian")]
+            ("trained", "data_defect_nosink"), *(("trained", k) for k in cross), ("trained", "data_defect_gaussian")]
     bad = _nonfinite(report, used)
-    return {"claim": "E2", "model": report["model"], "rule": RULE,
+    return {"claim": "E2", "model": report["model"], "rule": E2_RULE,
             "head_defect": float(heads.mean()), "head_interval": _interval(heads[idx].mean(1)),
             "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
             "data_defect": float(data.mean()), "data_interval": _interval(d_b),
             "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
+            "data_seed_nulls": [float(v.mean()) for v in by_seed],
             "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": _pmax(p_gauss, p_seeds),
-            "p_data": p_data, "n_passages": len(data), "n_seeds": len(seeds), "data_null_seeds": 1,
+            "p_data_gaussian": p_data_gauss, "p_data_seeds": p_data_seeds, "p_data": _pmax(p_data_gauss, p_data_seeds),
+            "n_passages": len(data), "n_seeds": len(seeds), "data_null_seeds": len(cross),
             "n_boot": n_boot, "nonfinite": bad,
-            "verdict": "undefined" if bad else data_status(report, seeds=len(seeds))}
+            "verdict": "undefined" if bad else data_status(report, seeds=min(len(seeds), len(cross)))}
 
 
 def e2_table(reports, *, n_boot: int = 1000, seed: int = 0, heads_metric: str = "head_defect") -> list[dict]:
@@ -331,13 +348,30 @@ def resample(report, idx) -> dict:
 
 def substitute(report, trained) -> dict:
     """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
-    e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s."""
-    keys = ("model", "passages", "tokens", "seed")
+    e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s.
+
+    The two must be reports on the same model, setting and text spans: the same corpus (its digest) and the same
+    passage windows (``windows``, which toggling the BOS token keeps; :func:`connlap_lite.text.windows`), else
+    the ablated passages would be paired with other passages' nulls.  The ablation's own sink columns come with
+    its trained condition (``sink_columns``); where its sink-mass columns differ from ``report``'s, the nulls'
+    ``sink`` (measured on ``report``'s columns) is left out rather than set beside a mass on other tokens."""
+    keys = ("model", "passages", "tokens", "seed", "corpus", "corpus_digest")
     differ = [k for k in keys if report.get(k) != trained.get(k)]
+    if "windows" not in report or "windows" not in trained:
+        differ.append("windows (one of them does not say which passages it measured: re-measure it)")
+    elif report["windows"] != trained["windows"]:
+        differ.append("windows")
     if differ or "trained" not in trained.get("conditions", {}):
         raise ValueError(f"trained must be a report on the same model and passages as report, with a 'trained' "
                          f"condition; they differ in {differ or ['conditions']}")
-    return {**report, "conditions": {**report["conditions"], "trained": trained["conditions"]["trained"]}}
+    conditions = {**report["conditions"], "trained": trained["conditions"]["trained"]}
+    if report.get("sink_mass_columns") != trained.get("sink_mass_columns"):
+        conditions = {c: (v if c == "trained" else {m: x for m, x in v.items() if m != "sink"})
+                      for c, v in conditions.items()}
+    out = {**report, "conditions": conditions, "sink_mass_columns": trained.get("sink_mass_columns")}
+    if "sink_columns" in report and "sink_columns" in trained:
+        out["sink_columns"] = {**report["sink_columns"], "trained": trained["sink_columns"]["trained"]}
+    return out
 
 
 # ----------------------------------------------------------------------- the rules replaced, answered here too

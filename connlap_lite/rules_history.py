@@ -10,6 +10,10 @@ Rule 1 (registered with the first measurements, replaced 2026-11-30):
 ``scale_slope(reports, metric)``   rule 1's fit: raw late value against log10(total parameters);
 ``e3_rule1(reports, metric)``      that slope's interval below 0 holds, above 0 does not.
 
+Rule 3 for E2 (registered 2026-12-01, replaced 2026-12-02): ``e2_table_rule3``, its data condition against one
+seed's transports.  :data:`MEASUREMENT_CHANGES` records the measurements changed after results were seen, each
+still measured under an archived key (:data:`connlap_lite.record.ARCHIVED`).
+
 Rule 2 (registered 2026-11-30, replaced 2026-12-01), as it was registered (1000 draws, the seeds as fixed
 values, one null's denominator per null), except that a non-finite value now gives "undefined":
 
@@ -29,8 +33,8 @@ import numpy as np
 
 from ._backend import check_int
 from .record import late_value, depth_trend, matrix, random_nulls
-from .stats import _draws, _interval, _p_win, _rhos
-from .verdicts import ALPHA, check_reports, combine, decide
+from .stats import _draws, _interval, _p_win, _rhos, draws_for, seed_p
+from .verdicts import ALPHA, check_reports, combine, data_status, decide
 
 E1_METRIC = "tv_norm_nosink"
 INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
@@ -77,6 +81,50 @@ RULE_CHANGES = [
             "the passage interval, the model-level jackknife interval and every leave-one-model-out slope are below 0",
      "why": "the random-init null is beaten by construction (the slope changed sign against the shuffled null); "
             "an interval from passages alone ignores the variation between models"},
+    {"date": "2026-12-02", "claim": "E2", "from": 3, "to": 4,
+     "old": "data defect below the transports of one random-init seed and Gaussian transports on the trained "
+            "inputs (passage bootstrap against the lower of the two)",
+     "new": "data defect below Gaussian transports on the trained inputs (passage bootstrap) and below the "
+            "transports of three random-init seeds on the same inputs, the seeds as units (Student's t over seeds); "
+            "'insufficient data' below three such seeds",
+     "why": "one seed's transports are one draw of the null, not its distribution: against seed variation that "
+            "comparison's size was not known (the heads condition already counted the seeds as units)"},
+]
+
+# Measurements changed after results were seen. Each old measurement is still measured under an archived key
+# (connlap_lite.record.ARCHIVED); keys maps the current key to it, and the scorecard's Rule changes applies each
+# listed rule to the report as measured before (record.archived_view) and as measured now, side by side.
+MEASUREMENT_CHANGES = [
+    {"date": "2026-11-30", "metric": "`tv_norm_nosink`", "claims": ("E1",), "rules": (1, 3),
+     "keys": {"tv_norm_nosink": "tv_norm_nosink_pre1130",
+              "cross_passage_tv_norm_nosink": "cross_passage_tv_norm_nosink_pre1130",
+              "positional_tv_norm_nosink": "positional_tv_norm_nosink_pre1130"},
+     "old": "tv_norm_nosink divided by the walks' distance from the full uniform walk U, though the sink-free walks "
+            "put no mass on the sink columns (sinks fixed at the first token, and an encoder's last)",
+     "new": "divided by the distance from the uniform walk with the same sink columns removed",
+     "why": "U is at a fixed distance from every sink-free walk (2/n in an encoder), a floor that dominates the "
+            "denominator of nearly uniform walks and pushed the random-init null's value far below its tv_norm; "
+            "the verdicts of that day were read with rule 1 (its inner nulls, which came later that day, are "
+            "measured with the old denominator for the rule in force)"},
+    {"date": "2026-12-01", "metric": "`tv_norm_nosink` and E2's data defects", "claims": ("E1", "E2"), "rules": (3,),
+     "keys": {"tv_norm_nosink": "tv_norm_nosink_pre1201",
+              "cross_passage_tv_norm_nosink": "cross_passage_tv_norm_nosink_pre1201",
+              "positional_tv_norm_nosink": "positional_tv_norm_nosink_pre1201",
+              "data_defect_nosink": "data_defect_nosink_pre1201", "data_defect_cross": "data_defect_cross_pre1201",
+              "data_defect_gaussian": "data_defect_gaussian_pre1201"},
+     "old": "sink columns fixed at the first token (and an encoder's last); the cross-passage and positional nulls "
+            "each divided by their own pair's distance from uniform",
+     "new": "sink columns detected in each layer (over 8/n of the attention, metrics.detect_sinks); the nulls "
+            "divided by the trained step's distance (one yardstick); E2's data defects leave out the detected sinks",
+     "why": "a sink that moves (Qwen's, with the BOS token first) was not left out; the positional null's own, "
+            "smaller distance from uniform inflated it by 15-22%, in the trained model's favour"},
+    {"date": "2026-12-02", "metric": "the sink mass `sink`", "claims": (), "rules": (), "keys": {},
+     "old": "sink mass on each condition's own detected sink columns, so a random-init walk, which has none, had "
+            "sink mass 0 in every layer",
+     "new": "sink mass of every condition on the trained model's sink columns (every column detected in some "
+            "layer), the same tokens in every layer and every null (sink_mass_columns)",
+     "why": "a null with no detected sink measured nothing, so 'more than three times any random-init seed' "
+            "compared with 0 and could not fail; no rule reads the sink mass, so no verdict moves"},
 ]
 
 
@@ -186,6 +234,37 @@ def e2_rule2(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
     return e2_table_rule2([report], n_boot=n_boot, seed=seed)[0]
 
 
+# ----------------------------------------------------------------------- rule 3, E2 (registered 2026-12-01)
+def e2_evidence_rule3(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """E2 as rule 3 read it: the heads as rule 4 does; the data defect below the lower of one seed's transports
+    (``data_defect_cross``) and Gaussian transports on the trained inputs (paired passage bootstrap)."""
+    seeds = random_nulls(report)
+    if not seeds:
+        raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
+    flat = lambda m, c: matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
+    heads, gaussian = flat("head_defect", "trained"), flat("head_defect_gaussian", "trained")
+    seed_heads = [flat("head_defect", s) for s in seeds]
+    idx = _draws(len(heads), n_boot, seed)
+    p_heads = max(_p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads)),
+                  seed_p(float(heads.mean()), [v.mean() for v in seed_heads]))
+    per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
+    data = per_passage("data_defect_nosink")
+    nulls = [per_passage("data_defect_cross"), per_passage("data_defect_gaussian")]
+    jdx = _draws(len(data), n_boot, seed + 1)
+    p_data = _p_win(data[jdx].mean(1) - np.stack([v[jdx].mean(1) for v in nulls]).min(0), len(data))
+    values = np.concatenate([heads, gaussian, *seed_heads, data, *nulls])
+    return {"claim": "E2", "model": report["model"], "rule": 3, "p_heads": p_heads, "p_data": p_data,
+            "verdict": "undefined" if not np.isfinite(values).all() else data_status(report, seeds=len(seeds))}
+
+
+def e2_table_rule3(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """E2 by rule 3 on every model of ``reports`` (Holm across the table, enough draws for it)."""
+    reports = check_reports(reports)
+    draws = max(n_boot, draws_for(2 * len(reports), ALPHA))
+    rows = [e2_evidence_rule3(r, n_boot=draws, seed=seed) for r in reports]
+    return decide(rows, ("p_heads", "heads_below_nulls"), ("p_data", "data_below_nulls"), n_boot=draws)
+
+
 # ----------------------------------------------------------------------- rule 2, E3
 def gap_rule2(report: dict, metric: str) -> np.ndarray:
     """Per-unit late-layer gap: trained minus the mean of the random-init seeds (paired by passage or head)."""
@@ -274,8 +353,10 @@ def e2_rule1(report: dict) -> dict:
             "verdict": combine(a, b)}
 
 
-def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled."""
+def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int = 0,
+                condition: str = "trained") -> dict:
+    """Rule 1's fit: slope of the raw late-layer ``metric`` against log10(total parameters), passages resampled;
+    ``condition`` (e.g. ``"random0"``) fits a null's values instead of the trained model's."""
     reports = check_reports(reports, need=("parameters",))
     bad = [i for i, r in enumerate(reports) if isinstance(r["parameters"], bool)
            or not isinstance(r["parameters"], (int, float, np.number)) or not r["parameters"] > 0]
@@ -283,7 +364,7 @@ def scale_slope(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: i
         raise ValueError(f"reports must count positive parameters; reports[{bad[0]}] has {reports[bad[0]]['parameters']!r}")
     check_int(n_boot, "n_boot", low=1)
     x = np.log10([r["parameters"] for r in reports])
-    samples = [late_value(r, metric) for r in reports]
+    samples = [late_value(r, metric, condition) for r in reports]
     y = np.array([s.mean() for s in samples])
     if len(reports) < 2:
         return {"metric": metric, "n_models": len(reports), "slope": float("nan"), "lo": float("nan"),

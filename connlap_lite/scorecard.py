@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import rules_history as H
-from .report import e1_table, e2_table, e3, resample
-from .verdicts import check_reports
+from .record import archived_view
+from .report import E2_RULE, RULE, e1_table, e2_table, e3, resample
+from .verdicts import MIN_SEEDS, check_reports
 
 E3_METRICS = ("tv_norm_nosink", "head_defect")
 
@@ -79,20 +80,31 @@ def robustness(reports: list[dict], rows: list[dict] | None = None, *, resamples
 
 
 def _nulls_of(row: dict) -> set:
-    """The registered nulls a scorecard row's verdict was measured against (per model, by display name)."""
+    """The registered nulls a scorecard row's verdict was measured against (per model, by display name); the
+    random-init seeds count as one null, ``"random-init seeds"``, where there are at least
+    :data:`~connlap_lite.verdicts.MIN_SEEDS` of them (the rules count them as units: more seeds is more of the same
+    null), and by name where there are fewer."""
     if row["claim"] == "E3":
         return {(m["model"], m["null"]) for m in row["models"]}
     key = "late_nulls" if row["claim"] == "E1" else "head_nulls"
     extra = "data_nulls" if row["claim"] == "E2" else key
-    return {(x["model"], n) for x in row["per_model"] for n in (*x[key], *x[extra])}
+    out = set()
+    for x in row["per_model"]:
+        names = {*x[key], *x[extra]}
+        seeds = {n for n in names if n.startswith("random") and n[6:].isdigit()}
+        out |= {(x["model"], n) for n in names - seeds}
+        out |= {(x["model"], "random-init seeds")} if len(seeds) >= MIN_SEEDS else {(x["model"], n) for n in seeds}
+        if x.get("data_null_seeds", MIN_SEEDS) < MIN_SEEDS:      # E2's data null from too few seeds' transports
+            out.add((x["model"], f"random-init transports of {x['data_null_seeds']} seed(s)"))
+    return out
 
 
 def by_corpus(rows: list[dict], corpora: dict[str, list[dict]], *, n_boot: int = 1000) -> dict[tuple, dict]:
     """Each row's verdict on every corpus in ``corpora`` (``{corpus: reports}``): ``{(claim, structure,
     metric): {corpus: verdict}}``; a row that a corpus cannot give (no such structure) is left out there, and
-    one whose models were measured there against other nulls than in ``rows`` (fewer seeds, no shuffled
-    passages, another null for E3's gap) says "not comparable": a verdict against weaker nulls is not a
-    difference between corpora."""
+    one whose models were measured there against other nulls than in ``rows`` (no shuffled passages, fewer than
+    :data:`~connlap_lite.verdicts.MIN_SEEDS` random-init seeds, another null for E3's gap) says "not comparable": a
+    verdict against weaker nulls is not a difference between corpora."""
     out = {_key(r): {} for r in rows}
     mine = {_key(r): _nulls_of(r) for r in rows}
     for name, reports in corpora.items():
@@ -111,8 +123,9 @@ def _structures(reports):
 
 
 def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
-    """Every verdict that rule ``rule`` (1, 2 or the rule in force, 3) gives on ``reports``: per model for E1 and
-    E2, ``{(claim, model): verdict}``; per structure and metric for E3, ``{("E3", structure, metric): verdict}``."""
+    """Every verdict that rule ``rule`` (1, 2, 3, or 4: the rules in force) gives on ``reports``: per model for E1
+    and E2, ``{(claim, model): verdict}``; per structure and metric for E3, ``{("E3", structure, metric): verdict}``.
+    Rule 3 is in force for E1 and E3, rule 4 (which changed only E2) for E2."""
     out = {}
     for structure, group in _structures(reports):
         if rule == 1:
@@ -123,7 +136,7 @@ def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
             e1s, e2s = H.e1_table_rule2(group), H.e2_table_rule2(group)
             e3s = {m: H.e3_rule2(group, m)["verdict"] for m in E3_METRICS}
         else:
-            e1s, e2s = e1_table(group), e2_table(group)
+            e1s, e2s = e1_table(group), e2_table(group) if rule == 4 else H.e2_table_rule3(group)
             e3s = {m: e3(group, m)["verdict"] for m in E3_METRICS}
         out.update({("E1", x["model"]): x["verdict"] for x in e1s})
         out.update({("E2", x["model"]): x["verdict"] for x in e2s})
@@ -132,37 +145,71 @@ def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
 
 
 def rule_changes(reports: list[dict]) -> list[dict]:
-    """Every dated rule change (:data:`connlap_lite.rules_history.RULE_CHANGES`) with the old and the new rule's
-    verdicts on ``reports`` side by side: each change's row gains ``verdicts``, ``{key: (old, new)}`` (keys as in
-    :func:`_verdicts_by_rule`, for that change's claim)."""
+    """Every dated change (:data:`connlap_lite.rules_history.RULE_CHANGES`, then
+    :data:`~connlap_lite.rules_history.MEASUREMENT_CHANGES`) with the verdicts before and after it on ``reports``,
+    side by side: each rule change's row gains ``verdicts``, ``{key: (old, new)}`` (keys as in
+    :func:`_verdicts_by_rule`, for that change's claim); each measurement change's row gains ``verdicts``,
+    ``{rule: {key: (as measured before, as measured now)}}``, the rules it lists applied to the archived
+    measurement (:func:`connlap_lite.record.archived_view`) and to the current one (None where the reports do
+    not hold the archived keys)."""
     reports = check_reports(reports, need=("model", "encoder", "family", "non_embedding_parameters", "parameters"))
-    by_rule = {k: _verdicts_by_rule(reports, k) for k in {c[e] for c in H.RULE_CHANGES for e in ("from", "to")}}
+    rules = {c[e] for c in H.RULE_CHANGES for e in ("from", "to")} | {k for c in H.MEASUREMENT_CHANGES
+                                                                       for k in c["rules"]}
+    by_rule = {k: _verdicts_by_rule(reports, k) for k in rules}
     out = []
     for change in H.RULE_CHANGES:
         old, new = by_rule[change["from"]], by_rule[change["to"]]
         pairs = {k: (old[k], new[k]) for k in old if k[0] == change["claim"]}
         out.append({**change, "verdicts": pairs})
+    for change in H.MEASUREMENT_CHANGES:
+        if not all(k in r["conditions"]["trained"] for r in reports for k in change["keys"].values()):
+            out.append({**change, "verdicts": None})            # reports measured without the archive
+            continue
+        before = [archived_view(r, change["keys"]) for r in reports]
+        verdicts = {}
+        for rule in change["rules"]:
+            old = _verdicts_by_rule(before, rule)
+            verdicts[rule] = {k: (old[k], by_rule[rule][k]) for k in old if k[0] in change["claims"]}
+        out.append({**change, "verdicts": verdicts})
     return out
 
 
 def rule_changes_markdown(changes: list[dict]) -> str:
-    """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule,
-    why, and the verdicts old -> new.
+    """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule (or
+    measurement), why, and the verdicts old -> new.
 
     Examples
     --------
     >>> change = {"date": "2026-12-01", "claim": "E1", "from": 2, "to": 3, "old": "a", "new": "b", "why": "c",
     ...           "verdicts": {("E1", "m"): ("holds", "partly")}}
-    >>> print(rule_changes_markdown([change]))
+    >>> measured = {"date": "2026-11-30", "metric": "`x`", "claims": ("E1",), "rules": (1,), "keys": {"x": "x_old"},
+    ...             "old": "d", "new": "e", "why": "f", "verdicts": {1: {("E1", "m"): ("partly", "partly")}}}
+    >>> print(rule_changes_markdown([change, measured]))
     - **E1, rule 2 -> rule 3, changed 2026-12-01.** Before: a. Now: b. Why: c.
       Verdicts, old -> new: m: holds -> partly.
+    - **Measurement of `x`, changed 2026-11-30.** Before: d. Now: e. Why: f.
+      E1 by rule 1, as measured before -> now: m: partly -> partly.
     """
     lines = []
     for c in changes:
-        lines.append(f"- **{c['claim']}, rule {c['from']} -> rule {c['to']}, changed {c['date']}.** "
-                     f"Before: {c['old']}. Now: {c['new']}. Why: {c['why']}.")
-        who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in c["verdicts"].items())
-        lines.append(f"  Verdicts, old -> new: {who}.")
+        if "keys" not in c:
+            lines.append(f"- **{c['claim']}, rule {c['from']} -> rule {c['to']}, changed {c['date']}.** "
+                         f"Before: {c['old']}. Now: {c['new']}. Why: {c['why']}.")
+            who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in c["verdicts"].items())
+            lines.append(f"  Verdicts, old -> new: {who}.")
+            continue
+        lines.append(f"- **Measurement of {c['metric']}, changed {c['date']}.** Before: {c['old']}. Now: "
+                     f"{c['new']}. Why: {c['why']}.")
+        if c["verdicts"] is None:
+            lines.append("  These reports do not hold the archived measurement, so its verdicts cannot be shown.")
+            continue
+        for rule, pairs in c["verdicts"].items():
+            for claim in c["claims"]:
+                who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in pairs.items() if k[0] == claim)
+                in_force = " (in force)" if rule == (E2_RULE if claim == "E2" else RULE) else ""
+                lines.append(f"  {claim} by rule {rule}{in_force}, as measured before -> now: {who}.")
+        if not c["verdicts"]:
+            lines.append("  No rule reads it: no verdict moves.")
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ often a rule answers "holds" when the effect is there (power) and when it is not
 
 ``record(...)``     one model's record: E1's curve and its nulls, E2's heads and data defects, with the
                     effects ``e1_early``/``e1_late`` (trained below its strongest passage null at the first and
-                    last step), ``heads`` and ``data`` (trained below the Gaussian nulls), and ``seed_gap``
-                    (the random-init seeds above the trained model, in units of the seeds' spread);
+                    last step), ``heads`` and ``data`` (trained below the Gaussian nulls), ``seed_gap``
+                    (the random-init seeds above the trained model, in units of the seeds' spread) and
+                    ``data_seed_level`` (where three seeds' transports put E2's data null, each seed shifted);
 ``ladder(...)``     one family's records at several sizes, the E3 gap moving by ``slope`` per decade of
                     non-embedding parameters, with a between-model spread ``model_sd``;
 ``statement(...)``  per-passage differences for the known-results statements: mean ``effect``, unit spread.
@@ -28,13 +29,14 @@ import numpy as np
 NOISE = 0.05        # per-passage noise of a walk metric at one step
 TAU = 0.05          # the passage effect shared by every condition on that passage
 HEAD_NOISE = 0.02   # per-head noise of a head defect
+DATA_SEED_SD = 0.002   # the spread of E2's data null between random-init seeds (their transports on the same inputs)
 
 
 def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int = 8, seeds: int = 5,
            e1_early: float = 0.0, e1_late: float = 0.0, heads_effect: float = 0.0, data_effect: float = 0.0,
            seed_gap: float = 20.0, seed_sd: float = 0.01, nan_at: tuple | None = None, family: str = "llama",
            size: float = 1e8, encoder: bool = False, seed: int = 0, gap_shift: float = 0.0,
-           trained_sd: float = 0.0) -> dict:
+           trained_sd: float = 0.0, data_seed_level: float = 0.1, data_seed_sd: float = DATA_SEED_SD) -> dict:
     """One model's synthetic record (the shape :func:`connlap_lite.analysis.analyze` writes).
 
     E1 (``tv_norm_nosink``, ``layers - 1`` steps): the strongest passage null ("positional") has mean 1.0 at
@@ -47,6 +49,10 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     ``trained_sd``: the trained curve and heads get a shift ``N(0, trained_sd)`` of their own (with
     ``seed_gap=0`` and ``trained_sd=seed_sd`` the trained model is one more draw of the seeds' distribution).
     ``nan_at``: ``(condition, metric, layer)`` set to NaN.
+    E2's data null from three random-init seeds' transports (``data_defect_cross``, ``_2``, ``_3``, as many as
+    there are seeds, up to three): each at ``data_seed_level`` plus the seed's own shift ``N(0, data_seed_sd)``;
+    the trained data defect carries the trained model's shift ``N(0, trained_sd)`` too (with ``data_seed_level``
+    equal to ``0.1 - data_effect`` and ``trained_sd=data_seed_sd`` the trained model is one more seed).
     """
     rng = np.random.default_rng(seed)
     S = layers - 1
@@ -68,7 +74,7 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
                "cross_passage_tv_norm_nosink": curve(np.full(S, 1.05)),
                "head_defect": per_head(0.3 - heads_effect + own), "head_defect_gaussian": per_head(0.3),
                "data_defect": curve(np.full(layers, 0.1 - data_effect), 0.2),
-               "data_defect_nosink": curve(np.full(layers, 0.1 - data_effect), 0.2),
+               "data_defect_nosink": curve(np.full(layers, 0.1 - data_effect + own), 0.2),
                "data_defect_cross": curve(np.full(layers, 0.1), 0.2),
                "data_defect_gaussian": curve(np.full(layers, 0.1), 0.2)}
     conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(np.full(S, 1.1))}}
@@ -77,6 +83,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
         conditions[f"random{s}"] = {"tv_norm_nosink": curve(np.full(S, seed_level + shift)),
                                     "head_defect": per_head(0.3 + seed_gap * seed_sd + shift),
                                     "data_defect": curve(np.full(layers, 0.1 + seed_gap * seed_sd + shift), 0.2)}
+    for key in ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")[:seeds]:
+        trained[key] = curve(np.full(layers, data_seed_level + data_seed_sd * rng.standard_normal()), 0.2)
     conditions = {c: {m: v.tolist() for m, v in values.items()} for c, values in conditions.items()}
     if nan_at is not None:
         cond, metric, layer = nan_at

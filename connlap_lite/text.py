@@ -175,6 +175,45 @@ def _with_bos(tokenizer, pre: list[int], post: list[int], bos) -> tuple[list[int
     return ([token] + rest if bos else rest), post
 
 
+def _cut(tokenizer, n_passages: int, n_tokens: int, seed: int, texts, corpus: str):
+    """The chosen windows ``[(text index, first token), ...]``, every text's token ids, and the window length: the
+    windows are cut for the tokenizer's own special tokens, so that they do not move when ``bos`` is toggled."""
+    from ._backend import check_int
+
+    _check_tokenizer(tokenizer)
+    if isinstance(n_passages, bool) or not isinstance(n_passages, int) or n_passages < 1:
+        raise ValueError(f"n_passages must be a positive int, got {n_passages!r}")
+    pre, post = _specials(tokenizer)
+    check_int(n_tokens, "n_tokens")
+    body = n_tokens - len(pre) - len(post)
+    if body < 2:
+        raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2}, got {n_tokens!r}")
+    check_int(seed, "seed")
+    texts = [text for _, text in works(corpus)] if texts is None else check_texts(texts)
+    ids = [tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"] for t in texts]
+    every = [(i, k) for i, doc in enumerate(ids) for k in range(0, len(doc) - body + 1, body)]
+    if len(every) < n_passages:
+        raise ValueError(f"the texts give only {len(every)} passages of {n_tokens} tokens (a passage lies within "
+                         f"one text), asked for {n_passages}; pass more or longer texts or ask for fewer or shorter "
+                         "passages")
+    chosen = [every[s] for s in sorted(random.Random(seed).sample(range(len(every)), n_passages))]
+    return chosen, ids, body
+
+
+def windows(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
+            texts: list[str] | None = None, corpus: str = "pydoc") -> list[tuple[int, int]]:
+    """Which text span each passage of :func:`passages` is: ``[(text index, first token of its window), ...]``.
+
+    The same for every ``bos``: the windows are cut for the tokenizer's own special tokens, and toggling
+    the BOS token changes only the row's edge (see :func:`passages`).  The reports store it, so that an
+    ablation can be paired with the passages of the registered measurement
+    (:func:`connlap_lite.report.substitute` refuses others).
+
+    Chapter: *Replication scorecard*.
+    """
+    return _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus)[0]
+
+
 def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
              texts: list[str] | None = None, corpus: str = "pydoc", bos: bool | None = None) -> dict:
     """A batch of ``n_passages`` passages of exactly ``n_tokens`` tokens each.
@@ -182,38 +221,39 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
     The texts (``texts``, or else corpus ``corpus`` of :data:`CORPORA`) are tokenised one by one and each
     is cut into non-overlapping windows, so that a passage lies within one text (one topic, source file or
     novel of a corpus) and never joins the end of one to the start of the next; a text shorter than one
-    window gives none. ``seed`` picks which windows. The tokenizer's own special tokens ([CLS]/[SEP], <bos>)
-    are kept and counted in ``n_tokens``.
+    window gives none. ``seed`` picks which windows (:func:`windows`). The tokenizer's own special tokens
+    ([CLS]/[SEP], <bos>) are kept and counted in ``n_tokens``.
     ``bos`` overrides the tokenizer's habit for the beginning-of-sequence token: True puts it
     first (if the tokenizer does not already), False leaves it out, None does what the tokenizer does.
+    The windows do not move with ``bos``: each passage is the same text span, its row starting at the same
+    token; a BOS put first takes the place of the window's last token, and a BOS left out frees one place,
+    filled with the token after the window (before it, where the text ends there).
     Returns ``{"input_ids": (B, n), "attention_mask": (B, n)}``.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    from ._backend import check_int
+    return passages_with_windows(tokenizer, n_passages, n_tokens, seed=seed, texts=texts, corpus=corpus, bos=bos)[0]
 
-    _check_tokenizer(tokenizer)
-    if isinstance(n_passages, bool) or not isinstance(n_passages, int) or n_passages < 1:
-        raise ValueError(f"n_passages must be a positive int, got {n_passages!r}")
+
+def passages_with_windows(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
+                          texts: list[str] | None = None, corpus: str = "pydoc",
+                          bos: bool | None = None) -> tuple[dict, list[tuple[int, int]]]:
+    """:func:`passages` and :func:`windows` from one tokenisation of the texts."""
+    chosen, ids, _ = _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus)
     pre, post = _with_bos(tokenizer, *_specials(tokenizer), bos)
-    check_int(n_tokens, "n_tokens")
     body = n_tokens - len(pre) - len(post)
     if body < 2:
-        raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2}, got {n_tokens!r}")
-    check_int(seed, "seed")
-    texts = [text for _, text in works(corpus)] if texts is None else check_texts(texts)
-    windows: list[list[int]] = []                   # (every window of every text, in order)
-    for t in texts:
-        ids = tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"]
-        windows += [ids[k:k + body] for k in range(0, len(ids) - body + 1, body)]
-    if len(windows) < n_passages:
-        raise ValueError(f"the texts give only {len(windows)} passages of {n_tokens} tokens (a passage lies within "
-                         f"one text), asked for {n_passages}; pass more or longer texts or ask for fewer or shorter "
-                         "passages")
-    starts = sorted(random.Random(seed).sample(range(len(windows)), n_passages))
-    rows = [pre + windows[s] + post for s in starts]
+        raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2} with bos={bos}, got "
+                         f"{n_tokens!r}")
+    rows = []
+    for i, k in chosen:
+        if len(ids[i]) < body:
+            raise ValueError(f"text {i} has {len(ids[i])} tokens, fewer than the {body} a passage needs with "
+                             f"bos={bos}; pass longer texts or bos=None")
+        start = min(k, len(ids[i]) - body)          # (the window's own start, unless the text ends right after it)
+        rows.append(pre + ids[i][start:start + body] + post)
     input_ids = torch.tensor(rows, dtype=torch.long)
-    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}, chosen
 
 
 def encode(tokenizer, texts: list[str], max_tokens: int = 128) -> dict:

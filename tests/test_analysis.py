@@ -49,11 +49,23 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
         share = att[layer].double().mean(1).mean((0, 1))
         assert found[layer] == torch.nonzero(share > 8.0 / n).flatten().tolist(), layer
     assert any(found), "no layer of SmolLM2 has a sink on 24 tokens: the detection is broken"
+    # the sink mass of every layer on the same columns: every column detected in some layer of the trained model
+    columns = sorted(set().union(*found))
+    assert rep["sink_mass_columns"] == columns
+    rows = [i for i in range(n) if i not in columns]
     for layer in (0, 14, 29):
         P = att[layer].double().mean(1)
-        rows = [i for i in range(n) if i not in found[layer]]
-        sink = P[:, rows][:, :, found[layer]].sum(-1).mean(1).numpy()
+        sink = P[:, rows][:, :, columns].sum(-1).mean(1).numpy()
         assert np.allclose(rep["conditions"]["trained"]["sink"][layer], sink, atol=1e-5)
+    # the nulls on the same columns: a random-init walk has no sink of its own, yet a mass on those tokens
+    for cond in ("random0", "shuffled"):
+        assert all(np.min(v) > 0 for v in rep["conditions"][cond]["sink"]), cond
+    assert not any(rep["sink_columns"]["random0"]), "a random-init SmolLM2 has no sink column on 24 tokens"
+    # E2's data null from three seeds' transports on the trained inputs (weights only), one key each
+    assert rep["data_null_seeds"] == [0, 1, 2]
+    cross = [np.mean(rep["conditions"]["trained"][k]) for k in ("data_defect_cross", "data_defect_cross_2",
+                                                                  "data_defect_cross_3")]
+    assert len(set(cross)) == 3 and all(np.isfinite(cross))
     # the E1 metric of the scorecard, tv_norm_nosink, by hand from the same attention: both layers' sink columns
     # removed, rows renormalised (a row left empty keeps a self-loop), normalised by the distance of each walk
     # from the causal-uniform walk with the same columns removed
@@ -107,7 +119,8 @@ def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp
     monkeypatch.setattr(nulls, "random_like", like)
     kw = dict(n_passages=2, n_tokens=12, texts=["a walk on tokens. " * 40])
     report = analysis.analyze(str(folder), random_seeds=(0, 1), shuffle=False, known=True, **kw)
-    assert len(loads) == 1 and nulls_built == [1000, 1001]
+    # (seed 1's twin is built for its transports, E2's data null, and again for its own condition)
+    assert len(loads) == 1 and nulls_built == [1000, 1001, 1001]
     alone = known_results(str(folder), cache=False, **kw)
     assert report["known_results"]["conditions"] == alone["conditions"]
     assert report["known_results"]["verdicts"] == alone["verdicts"]

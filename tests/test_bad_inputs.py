@@ -621,8 +621,11 @@ SCORECARD = [
     ("late fraction", lambda: RP.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
     ("late value condition", lambda: RP.late_value(GOOD, "head_defect", "shuffled"), ValueError,
      "condition must be one of"),
-    ("substitute other passages", lambda: RP.substitute(GOOD, {**GOOD, "passages": 99}), ValueError,
+    ("substitute other passages", lambda: RP.substitute({**GOOD, "windows": [[0, 0]]},
+                                                        {**GOOD, "passages": 99, "windows": [[0, 0]]}), ValueError,
      r"differ in \['passages'\]"),
+    ("substitute other windows", lambda: RP.substitute({**GOOD, "windows": [[0, 0]]}, {**GOOD, "windows": [[0, 1]]}),
+     ValueError, r"differ in \['windows'\]"),
     ("robustness resamples", lambda: S.robustness([GOOD], [], resamples=0), ValueError, "resamples must be"),
 ]
 

@@ -12,7 +12,7 @@ from connlap_lite.findings import e2 as F2
 from connlap_lite.findings import scorecard as FS
 
 L, B, H = 7, 8, 3
-WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink")
+WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink", "input_dependence_nosink")
 STEP = ("tv", "tv_norm", "spec", "tv_nosink", "tv_norm_nosink", "spec_nosink")
 
 
@@ -48,11 +48,13 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
         trained[f"sep{k}_tv_norm_nosink"] = _curve(0.5 + 0.1 * k, 0.4 + 0.1 * k, rng, L - k)
     trained["head_defect_gaussian"] = _curve(0.3, 0.3, rng, L, H)
     trained["head_defect_rotation"] = _curve(0.25, 0.25, rng, L, H)
-    for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_gaussian", 0.1)):
+    for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_cross_2", 0.101),
+                 ("data_defect_cross_3", 0.099), ("data_defect_gaussian", 0.1)):
         trained[k] = _curve(v, v, rng, L)
     conditions["trained"] = trained
     return {"model": model, "family": family, "encoder": encoder, "layers": L, "heads": H, "groups": H,
-            "d": 64, "head_dim": 16, "passages": B,
+            "d": 64, "head_dim": 16, "passages": B, "corpus": "pydoc", "corpus_digest": "d",
+            "windows": [[0, 30 * b] for b in range(B)], "sink_mass_columns": [0],
             "tokens": 32, "parameters": int(size * 1.3), "non_embedding_parameters": int(size),
             "conditions": conditions}
 
@@ -103,7 +105,8 @@ def test_e1_sentences_follow_the_data(e1_book):
     assert re.search(r"closer to the next layer's than any null makes it in 2 of 3 models \(enc, dec-a\)",
                      says["e1_summary"])
     # the sinks grow in every trained model and never in a seed: "training makes the sinks" in every model
-    assert "in every model training makes the sinks" in says["e1_diag_says"]
+    assert "In every model no random-init seed reaches 1/3 of it on the same tokens: training makes the sinks" \
+        in says["e1_diag_says"]
     assert "1 of 3 models (dec-b)" not in says["e1_nulls_says"].split("positional operator in")[1][:40]
 
 
@@ -120,9 +123,77 @@ def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
     assert "larger in the last third of the layers than in the first third" in says["e1_summary"]
     assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_summary"]
     dec = F1.decoder_finding(reports, rows)          # the decoders' sentence, with the rows' numbers
-    assert dec in says["e1_summary"] and "below every such null at every step in 1 of 2 decoders (dec-a)" in dec
-    assert f"{reg['dec-a']['late_margin']:.3f}" in dec and f"{reg['dec-b']['early_margin']:.3f}" in dec
+    assert dec in says["e1_summary"] and "shuffled text at every step in 1 of 2 decoders (dec-a)" in dec
+    assert f"{reg['dec-a']['late_margin']:+.3f}" in dec and f"{reg['dec-b']['early_margin']:+.3f}" in dec
+    # each model's level beside its own null, early and late (not pooled ranges)
+    a = reg["dec-a"]
+    assert (f"dec-a {a['early_trained']:.2f} over the first third of the layers and {a['late_trained']:.2f} over the "
+            f"last, against {a['early_passage_null']:.2f} and {a['late_passage_null']:.2f}") in dec
+    assert "*rises*" not in dec                       # dec-b's is flat
+    assert "In dec-a it is lower over the last third than over the first" in dec
     assert "falls with depth" not in says["e1_summary"] + says["e1_main_take"]
+
+
+def test_e1_says_when_the_distance_rises_with_depth():
+    """A decoder whose distance between consecutive layers rises (0.5 to 0.7) while its strongest null rises
+    faster (0.5 to 1.0): the margin grows, and the sentence says that it grows only because the null rises."""
+    rng = np.random.default_rng(0)
+    r = fake("dec-r", seed=7)
+    t = r["conditions"]["trained"]
+    t["tv_norm_nosink"] = _curve(0.5, 0.7, rng, L - 1)
+    for k in ("cross_passage_tv_norm_nosink", "positional_tv_norm_nosink"):
+        t[k] = _curve(0.5, 1.0, rng, L - 1)
+    r["conditions"]["shuffled"]["tv_norm_nosink"] = _curve(0.6, 1.1, rng, L - 1)
+    rows = S.scorecard([r], n_boot=200)
+    x = F1.registered(rows)["dec-r"]
+    assert x["late_trained"] > x["early_trained"] and x["late_margin"] > x["early_margin"]
+    dec = F1.decoder_finding([r], rows)
+    assert "The distance itself *rises* with depth in dec-r" in dec
+    assert "in dec-r the margin grows only because the strongest null rises faster" in dec
+    assert "is not the layers converging to a stable operator" in dec
+
+
+def test_e1_sinks_are_compared_on_the_same_columns_and_never_with_zero(e1_book):
+    reports, rows, *_ = e1_book
+    # the fakes' seeds put 0.02 on the trained columns, the trained models up to 0.6: training makes the sinks
+    assert all(F1.sink_made(r) for r in reports)
+    assert F1.columns_of(reports).startswith("enc column 0;")
+    # a null as sink-heavy as the trained model: the comparison fails, and the sentence says so
+    heavy = [{**r, "conditions": {**r["conditions"], **{c: {**r["conditions"][c], "sink": r["conditions"]["trained"]
+                                                           ["sink"]} for c in ("random0", "random1", "random2")}}}
+             for r in reports]
+    assert not any(F1.sink_made(r) for r in heavy)
+    assert "By this measure no model's sinks come from training" in F1.diagnostics(heavy)
+    assert "exceeds 3 times every random-init seed's largest in no model" in F1.takeaways(heavy, rows)["e1_sinks_take"]
+    # nulls whose sink mass is 0 in every layer (nothing measured there): no comparison with 0 is made
+    zero = [{**r, "conditions": {**r["conditions"], **{c: {**r["conditions"][c], "sink": [[0.0] * B] * L}
+                                                       for c in ("random0", "random1", "random2")}}} for r in reports]
+    assert all(F1.sink_made(r) is None for r in zero)
+    said = F1.diagnostics(zero)
+    assert "training makes the sinks" not in said and "no sink column was found" in said
+    assert "No sink column was found" in F1.takeaways(zero, rows)["e1_sinks_take"]
+
+
+def test_e1_input_dependence_is_reported(e1_book):
+    reports, rows, grid, says = e1_book
+    text = says["e1_input_says"]
+    trained = R.layer_means(reports[1], "input_dependence_nosink")
+    k = -(-len(trained) // 3)
+    assert f"dec-a {trained[:k].mean():.2f} and {trained[-k:].mean():.2f}" in text
+    assert "on shuffled passages" in text and "The random-init seeds' late value is" in text
+    assert says["e1_input_take"].startswith("How much a layer's walk depends on its passage is lower over the last")
+
+
+def test_e1_exercise_paragraphs(e1_book):
+    reports, *_ = e1_book
+    ex2 = F1.exercise_two([0.01, 0.02], [0.45, 0.46], reports[1], 32)
+    assert "random 2-layer decoder are 0.010 to 0.020" in ex2 and "= 0.484$ ($n = 32$)" in ex2
+    toy = {(c, s): v for c in (False, True) for s, v in ((0.01, 1.41), (0.1, 1.3), (1.0, 1.1), (10.0, 1.0))}
+    ex3 = F1.exercise_three(toy, reports)
+    null, trained = F1.tv_norm_levels(reports)
+    assert f"dec-a {null['dec-a']:.2f}" in ex3 and "it falls as $\\sigma$ grows" in ex3
+    assert null["dec-a"] == pytest.approx(np.mean([R.late_value(reports[1], "tv_norm", c).mean()
+                                                   for c in ("random0", "random1")]))
 
 
 def test_e1_long_context_with_three_passages_is_insufficient_data(e1_book):
@@ -150,8 +221,10 @@ def test_scorecard_headline_and_grid(e1_book):
     registered = {(r["claim"], x["model"]): x["verdict"] for r in rows if r["claim"] in ("E1", "E2")
                   for x in r["per_model"]}
     moved = [("sinks kept", "E1", "dec-b", "a word the rules may add")]
+    few = {"stdlib": [{**r, "conditions": {c: v for c, v in r["conditions"].items() if c != "shuffled"}}
+                      for r in reports]}
     says = FS.paragraphs(rows, robust, {S._key(r): {} for r in rows}, reports,
-                         (moved, registered, {"dec-a": ("BOS left out", 0.5, 0.1)}))
+                         (moved, registered, {"dec-a": ("BOS left out", [0], 0.5, [1], 0.1)}), few)
     assert tuple(says) == FS.KEYS
     grid = FS.verdict_cells(rows)
     assert {c for c, _ in grid} == {"E1", "E2"} | {f"E3 ({m})" for m in S.E3_METRICS}
@@ -166,12 +239,20 @@ def test_scorecard_headline_and_grid(e1_book):
     assert says["scorecard_headline"].count(".") >= 1 and "\n" not in says["scorecard_headline"]
     assert "E1 on dec-b with sinks kept: " + registered["E1", "dec-b"] + " -> a word the rules may add" \
         in says["scorecard_ablations"]
-    assert "dec-a, BOS left out: 0.50 -> 0.10" in says["scorecard_ablations"]
-    # every dated rule change, rule 1 -> 2 and rule 2 -> 3, with its old and new verdicts
+    assert "dec-a, BOS left out: column 0 (0.50) -> column 1 (0.10)" in says["scorecard_ablations"]
+    assert "the detected sinks' mass" in says["scorecard_ablations"]
+    # the other corpora's nulls, said from the reports: fewer here, so not comparable
+    assert "3 random-init seeds, no shuffled passages" in says["scorecard_corpora"]
+    assert "*not comparable*" in says["scorecard_corpora"]
+    same = FS.corpora_note(reports, {"stdlib": reports})
+    assert "can be set beside" in same
+    # every dated rule change, rule 1 -> 2 and rule 2 -> 3 (and E2's 3 -> 4), with its old and new verdicts
     changes = says["scorecard_rule_changes"]
     for c in ("E1", "E2", "E3"):
         assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes
     assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
+    assert "**E2, rule 3 -> rule 4, changed 2026-12-02.**" in changes
+    assert "**Measurement of `tv_norm_nosink`, changed 2026-11-30.**" in changes
     rule3 = changes.split("**E1, rule 2 -> rule 3")[1].split("\n- ")[0]
     assert all(f"{x['model']}: " in rule3 and f"-> {x['verdict']}" in rule3
                for r in rows if r["claim"] == "E1" for x in r["per_model"])
@@ -195,6 +276,41 @@ def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
     # trained heads at 0.2 against Gaussian heads at 0.3 in every fake: the heads beat their nulls
     assert all(x["heads_below_nulls"] for x in reg.values())
     assert "in every model" in says["e2_summary"].split("closer to one than random heads")[1][:40]
+
+
+def test_e2_edge_wording_follows_the_interval(e1_book):
+    reports, *_ = e1_book
+    gap, lo, hi = F2.edge_gap_interval(reports[1])
+    assert lo <= gap <= hi
+    # the fakes' trained edges sit 0.05 above the seeds': "further" only where the interval lies above 0
+    text = F2.curves(reports, S.scorecard(reports, n_boot=200), {r["model"]: 0.35 for r in reports}, 4)[0]
+    assert text.split("where that interval lies above 0, in")[1].startswith(" every model")
+    flat = []
+    for r in reports:
+        trained = {**r["conditions"]["trained"], "edge_defect": r["conditions"]["random0"]["edge_defect"]}
+        flat.append({**r, "conditions": {**r["conditions"], "trained": trained}})
+    said = F2.curves(flat, S.scorecard(flat, n_boot=200), {r["model"]: 0.35 for r in reports}, 4)[0]
+    assert "so there the sign of the gap is not settled" in said
+
+
+def test_e2_takes_and_exercises(e1_book):
+    reports, rows, *_ = e1_book
+    take = F2.heads_take(reports, {r["model"]: 0.3 for r in reports})
+    assert take.startswith("On the plots' scale the nulls of the heads form one narrow strip in")
+    samples = {k: np.abs(np.random.default_rng(0).normal(v, w, 50)) for k, v, w in
+               (("trained", 0.6, 0.1), ("Gaussian null", 0.2, 0.002), ("rotation null", 0.28, 0.01),
+                ("random init (seed 0)", 0.2, 0.002))}
+    assert F2.hist_take(samples) == "The nulls form a narrow spike; the trained heads lie far to the right of it."
+    assert "cost" in F2.data_cost(reports) or "do not say" in F2.data_cost(reports)
+    timed = [{**r, "data_null_seconds": 2.0, "seconds": 20.0, "data_null_seeds": [0, 1, 2]} for r in reports]
+    assert "Building 3 seeds' transports and applying them cost 2.0 s per model" in F2.data_cost(timed)
+    assert "10%" in F2.data_cost(timed)
+    ex2 = F2.exercise_two({"a": (0.1, 0.002, 0.01), "b": (0.4, 0.003, 0.05)})
+    assert "within 0.003 of the simulation" in ex2 and "(a, $\\lambda = 0.10$)" in ex2
+    frac = np.zeros((2, 4))
+    frac[1] = 1.0
+    ex3 = F2.exercise_three(frac, [0.3, 0.3], [0.301, 0.299], 100)
+    assert "In layer 0 nearly every head" in ex3 and "4 heads in all are *less* isometric" in ex3
 
 
 def test_e2_ratios_are_what_the_rule_compares(e1_book):
@@ -320,9 +436,10 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
                  predecessor=0.7)
     headline = {m: dict(copying=2, suppressing=1, null_max_c=0.01, sink_peak_over_u=12.0, overlap=0.2,
                         overlap_ref=0.1) for m in reports}
+    bound_gap = {m: -0.1 for m in reports}
     says = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
                          sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats, n_one=0,
-                         edges=edges, headline=headline)
+                         edges=edges, headline=headline, bound_gap=bound_gap)
     assert tuple(says) == FB.KEYS
     assert f"{3 * len(reports)} of {L * H * len(reports)} trained heads" in says["beyond_summary"]
     assert "in every model" in says["beyond_overlap_says"] and "no head's value sub-bundle" in says["beyond_overlap_says"]
@@ -334,5 +451,15 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
     sink_stats[first] = {**sink_stats[first], "null_min": 0.0}
     sinkless = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
                              sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats,
-                             n_one=0, edges=edges, headline=headline)["beyond_sink_says"]
+                             n_one=0, edges=edges, headline=headline, bound_gap=bound_gap)["beyond_sink_says"]
     assert f"In some layers of {first} the nulls have no sink column at all" in sinkless and "inf" not in sinkless
+    # the captions' first sentences, computed
+    assert says["beyond_sink_take"].startswith("On each model's sink columns the trained sink rises above five times")
+    assert "stay within a factor 1.11 of it" in says["beyond_sink_take"]
+    assert "in every model (the largest $|c_h| - \\sqrt{\\omega_h}$ is -0.10)" in says["beyond_bound_take"]
+    assert says["beyond_edge_take"].startswith("Every heaviest edge mixes its heads into one operator of rank")
+    # nulls with no sink column: their Delta is 0 by construction, and no comparison with it is made
+    for m in gap_stats:
+        gap_stats[m]["null_sinkless"] = True
+    gap_says = FB.sink_removal(reports, gaps, gap_stats, sink_stats)
+    assert "0 by construction" in gap_says and "five times the nulls'" not in gap_says

@@ -28,7 +28,8 @@ def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=F
         "positional_tv_norm_nosink": _curve(1.22, 1.22, 0.02, rng, L - 1),
         "head_defect": _curve(0.2, 0.2, 0.01, rng, L, H), "head_defect_gaussian": _curve(0.3, 0.3, 0.01, rng, L, H),
         "data_defect_nosink": _curve(0.1 + data_gap, 0.1 + data_gap, 0.002, rng),
-        "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
+        "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_cross_2": _curve(0.101, 0.101, 0.002, rng),
+        "data_defect_cross_3": _curve(0.099, 0.099, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
     return {"model": model, "family": family, "encoder": encoder, "layers": L, "passages": B,
             "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
 
@@ -73,7 +74,12 @@ def test_holm_is_applied_across_the_table():
 
 
 def test_e2_uses_the_nulls_on_the_trained_inputs():
-    assert R.e2(fake())["verdict"] == "holds"
+    ok = R.e2(fake())
+    assert ok["verdict"] == "holds" and ok["rule"] == R.E2_RULE == 4 and ok["data_null_seeds"] == 3
+    assert len(ok["data_seed_nulls"]) == 3 and ok["p_data"] == max(ok["p_data_gaussian"], ok["p_data_seeds"])
+    one = fake()                                    # one seed's transports: the seeds cannot be units
+    del one["conditions"]["trained"]["data_defect_cross_2"], one["conditions"]["trained"]["data_defect_cross_3"]
+    assert R.e2(one)["verdict"] == "insufficient data"
     worse = R.e2(fake(data_gap=+0.02))
     assert worse["verdict"] == "partly" and worse["heads_below_nulls"] and not worse["data_below_nulls"]
     assert set(worse["data_nulls"]) == {"random-init transports", "Gaussian transports"}
@@ -191,3 +197,46 @@ def test_inner_nulls_share_the_trained_steps_yardstick_and_input_dependence():
     same = _walk_metrics(W[:1].expand(3, 6, 6).clone(), [0])["input_dependence_nosink"]
     assert torch.allclose(same, torch.zeros(3, dtype=torch.float64))        # one walk for every input: 0
     assert bool((_walk_metrics(W, [0])["input_dependence_nosink"] > 0).all())
+
+
+def test_every_condition_measures_its_sink_mass_on_the_same_columns():
+    """A model without a sink of its own (a tiny random Llama: no column detected) has sink mass 0 on its own
+    columns, and on given columns the mass a walk near uniform gives them: comparable, never 0 by construction."""
+    import sys
+    from pathlib import Path
+
+    import torch
+
+    from connlap_lite import metrics as M
+    from connlap_lite.analysis import measure, sink_columns_of
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import tiny_models
+
+    model = tiny_models.build("llama", "sdpa")
+    batch = {"input_ids": torch.randint(0, 100, (3, 24), generator=torch.Generator().manual_seed(0))}
+    batch["attention_mask"] = torch.ones_like(batch["input_ids"])
+    found = []
+    own = measure(model, batch, encoder=False, head_nulls=False, sinks_found=found)
+    assert sink_columns_of(found) == [] and np.all(np.array(own["sink"]) == 0)
+    given = measure(model, batch, encoder=False, head_nulls=False, sink_mass_columns=[0])
+    mass = np.array(given["sink"])
+    share = M.uniform_sink_mass(24, True, [0])
+    assert mass.min() > 0 and np.allclose(mass.mean(), share, rtol=0.5)      # near the uniform walk's share
+    assert given["tv_norm_nosink"] == own["tv_norm_nosink"]                  # (the _nosink metrics: its own)
+
+
+def test_substitute_refuses_other_passages_and_keeps_the_ablations_sinks():
+    r, a = fake(), fake(seed=1)
+    for x, cols in ((r, [0]), (a, [1])):
+        x.update(corpus="pydoc", corpus_digest="d", windows=[[0, 8 * i] for i in range(B)], sink_mass_columns=cols,
+                 sink_columns={c: [[0]] * L for c in x["conditions"]})
+        x["conditions"]["trained"]["sink"] = x["conditions"]["random0"]["sink"] = [[0.1] * B] * L
+    out = R.substitute(r, a)
+    assert out["conditions"]["trained"] is a["conditions"]["trained"] and out["sink_mass_columns"] == [1]
+    assert "sink" not in out["conditions"]["random0"]          # measured on other tokens: left out, not compared
+    moved = {**a, "windows": [[0, 8 * i + 1] for i in range(B)]}
+    with pytest.raises(ValueError, match=r"differ in \['windows'\]"):
+        R.substitute(r, moved)
+    with pytest.raises(ValueError, match="does not say which passages"):
+        R.substitute(r, {k: v for k, v in a.items() if k != "windows"})

@@ -75,6 +75,22 @@ def test_e2_power_and_size():
     assert np.mean([bool(r["data_below_nulls"]) for r in rows]) <= 0.05
 
 
+def test_e2_data_condition_counts_three_seeds_as_units():
+    """E2's data null is three random-init seeds' transports on the trained inputs, spread DATA_SEED_SD = 0.002
+    between seeds. Size: the trained data defect one more seed (Gaussian transports far above it). Power: the
+    seeds 0.01 (five seed spreads) above it. Rule 3 read one seed's transports by a passage bootstrap, which takes
+    the seed's own shift for an effect: its size against seed variation is far above alpha."""
+    sd, n = Y.DATA_SEED_SD, 400
+    size = dict(heads_effect=0.02, data_effect=0.05, data_seed_level=0.05, trained_sd=sd)
+    rows = [R.e2(Y.record(seed=i, **size)) for i in range(n)]
+    # Student's t over the seeds has size alpha exactly: measured on 400 draws, within two binomial sds of it
+    assert np.mean([bool(r["data_below_nulls"]) for r in rows]) <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / n)
+    assert all(r["data_null_seeds"] == 3 for r in rows)
+    power = dict(size, data_seed_level=0.05 + 5 * sd)
+    assert rate(lambda i: R.e2(Y.record(seed=i, **power))["data_below_nulls"], 100) >= 0.8
+    assert rate(lambda i: H.e2_table_rule3([Y.record(seed=i, **size)])[0]["data_below_nulls"]) >= 0.2
+
+
 # ------------------------------------------------------------------ E3: model-level inference on ladders
 def test_e3_power_on_a_ladder():
     assert rate(lambda i: R.e3(Y.ladder(seed=i, slope=-0.05, model_sd=0.01), "tv_norm_nosink")["verdict"]
@@ -269,14 +285,46 @@ def test_rule2_as_registered_could_not_resolve_a_large_family():
 def test_rule_changes_show_old_and_new_verdicts():
     reports = [Y.record(model="a", seed=1, e1_early=0.1, e1_late=0.1), Y.record(model="b", seed=2, family="q", size=3e8)]
     changes = S.rule_changes(reports)
-    assert [(c["claim"], c["from"], c["to"]) for c in changes] == [
-        ("E1", 1, 2), ("E2", 1, 2), ("E3", 1, 2), ("E1", 2, 3), ("E2", 2, 3), ("E3", 2, 3)]
-    e1 = changes[3]["verdicts"]
+    rules = [c for c in changes if "keys" not in c]
+    assert [(c["claim"], c["from"], c["to"]) for c in rules] == [
+        ("E1", 1, 2), ("E2", 1, 2), ("E3", 1, 2), ("E1", 2, 3), ("E2", 2, 3), ("E3", 2, 3), ("E2", 3, 4)]
+    e1 = rules[3]["verdicts"]
     assert e1[("E1", "a")] == (H.e1_table_rule2(reports)[0]["verdict"], R.e1_table(reports)[0]["verdict"])
-    assert all(v in V.VERDICTS for c in changes for pair in c["verdicts"].values() for v in pair)
+    e2 = rules[6]["verdicts"]
+    assert e2[("E2", "a")] == (H.e2_table_rule3(reports)[0]["verdict"], R.e2_table(reports)[0]["verdict"])
+    assert all(v in V.VERDICTS for c in rules for pair in c["verdicts"].values() for v in pair)
     text = S.rule_changes_markdown(changes)
-    assert text.count("rule 2 -> rule 3") == 3 and "a: " in text
+    assert text.count("rule 2 -> rule 3") == 3 and "a: " in text and "rule 3 -> rule 4" in text
+    # the synthetic records hold no archived measurement: said, not guessed
+    assert [c["verdicts"] for c in changes if "keys" in c and c["keys"]] == [None, None]
+    assert text.count("do not hold the archived measurement") == 2
     assert R.e1_rule2 is H.e1_rule2 and R.RULE_CHANGES is H.RULE_CHANGES
+
+
+def test_measurement_changes_show_the_verdicts_as_measured_before_and_now():
+    """The archived keys read in place of the current ones: a change that moves the curve moves the verdict."""
+    reports = [Y.record(model=m, seed=i, e1_early=0.0, e1_late=0.1, heads_effect=0.02, data_effect=0.01, size=s)
+               for i, (m, s) in enumerate(zip("ab", (1e8, 3e8)))]
+    for r in reports:
+        for c in r["conditions"].values():
+            for change in H.MEASUREMENT_CHANGES:
+                for current, old in change["keys"].items():
+                    if current in c:   # "before": the trained curve as high as its strongest null
+                        lift = 0.1 if current == "tv_norm_nosink" and c is r["conditions"]["trained"] else 0.0
+                        c[old] = [[v + lift for v in layer] for layer in c[current]]
+    changes = [c for c in S.rule_changes(reports) if "keys" in c]
+    assert [c["date"] for c in changes] == [c["date"] for c in H.MEASUREMENT_CHANGES]
+    fix, detected, sink = changes
+    assert set(fix["verdicts"]) == {1, 3} and set(detected["verdicts"]) == {3} and sink["verdicts"] == {}
+    now = {x["model"]: x["verdict"] for x in R.e1_table(reports)}
+    for rule in (1, 3):
+        assert {k[1]: new for k, (_, new) in fix["verdicts"][rule].items()} == (now if rule == 3 else
+                                                                            {m: H.e1_rule1(r)["verdict"]
+                                                                             for m, r in zip("ab", reports)})
+    assert all(old != "holds" for old, _ in fix["verdicts"][3].values())       # lifted to its null: no longer holds
+    assert {k[0] for k in detected["verdicts"][3]} == {"E1", "E2"}
+    text = S.rule_changes_markdown(S.rule_changes(reports))
+    assert "E1 by rule 3 (in force), as measured before -> now: a: " in text and "No rule reads it" in text
 
 
 def test_no_import_circle_between_the_rules():
@@ -323,3 +371,9 @@ def test_a_corpus_measured_with_fewer_nulls_is_not_comparable():
     assert out["E1", "decoder", "tv_norm_nosink"]["same"] in V.VERDICTS[:3]
     assert out["E1", "decoder", "tv_norm_nosink"]["fewer"] == "not comparable"
     assert out["E2", "decoder", "head_defect, data_defect_nosink"]["fewer"] != "not comparable"
+    # three seeds, the rules' minimum, are the same null as five (the seeds are units); two are not
+    three, two = (Y.record(model="a", seed=4, seeds=k, e1_early=0.0, e1_late=0.1) for k in (3, 2))
+    out = S.by_corpus(rows, {"three": [three], "two": [two]}, n_boot=200)
+    assert out["E1", "decoder", "tv_norm_nosink"]["three"] in V.VERDICTS[:3]
+    assert out["E1", "decoder", "tv_norm_nosink"]["two"] == "not comparable"
+    assert out["E2", "decoder", "head_defect, data_defect_nosink"]["two"] == "not comparable"

@@ -32,6 +32,29 @@ def test_bos_left_out_and_put_first(tok):
     assert (passages(other, 3, 16, bos=False)["input_ids"] == default).all()   # nothing to leave out
 
 
+def test_toggling_bos_keeps_every_passages_text_span(tok):
+    """The windows are cut for the tokenizer's own specials: with the BOS left out or put first, each row is the
+    same text span from the same token (the body shared), and the default passages are those of before."""
+    t = with_bos(tok, tok.cls_token)                 # a tokenizer that puts its BOS ([CLS]) first
+    for corpus, n, k in (("pydoc", 8, 64), ("pydoc", 5, 16)):
+        kw = dict(corpus=corpus, seed=3)
+        default, left_out = (passages(t, n, k, bos=b, **kw)["input_ids"] for b in (None, False))
+        assert (left_out[:, :-2] == default[:, 1:-1]).all()          # the body shared, one more token at the end
+        other = with_bos(tok, "[unused0]")           # a tokenizer that does not put it: put first
+        put = passages(other, n, k, bos=True, **kw)["input_ids"]
+        assert (put[:, 2:-1] == default[:, 1:-2]).all()              # the body shared, its last token given up
+        assert text.windows(t, n, k, **kw) == text.windows(other, n, k, **kw)
+    # a window that ends where its text ends takes the freed place's token from before it
+    walk, conn = tok.convert_tokens_to_ids(["walk", "connection"])
+    texts = ["walk " * 13 + "connection"]                             # 14 tokens: two windows of 7, no spare
+    default = passages(t, 2, 9, texts=texts)["input_ids"]
+    left_out = passages(t, 2, 9, texts=texts, bos=False)["input_ids"]
+    assert (left_out[0, :-2] == default[0, 1:-1]).all() and left_out[0, -2] == walk
+    assert (left_out[1, 1:-1] == default[1, 1:-1]).all() and left_out[1, -2] == conn and left_out[1, 0] == walk
+    with pytest.raises(ValueError, match="fewer than the 8 a passage needs with bos=False"):
+        passages(t, 1, 9, texts=["walk " * 6 + "connection"], bos=False)
+
+
 # The corpora shipped with the package: fixed texts, identified by their digest, each passage within one text.
 
 def test_every_corpus_ships_checked_against_its_digest():

@@ -13,7 +13,8 @@ from ..prose import layers_of, names, span, who
 from ..stats import spearman
 
 KEYS = ("beyond_summary", "beyond_copy_take", "beyond_findings", "beyond_threshold_null", "beyond_copy_says",
-        "beyond_sink_says", "beyond_gap_says", "beyond_overlap_says", "beyond_edge_says")
+        "beyond_sink_take", "beyond_sink_says", "beyond_gap_take", "beyond_gap_says", "beyond_overlap_take",
+        "beyond_overlap_says", "beyond_bound_take", "beyond_edge_take", "beyond_edge_says")
 
 
 def trend_rows(reports: dict[str, dict], metric: str) -> dict[str, dict]:
@@ -152,19 +153,30 @@ def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
 
 
 def sink_removal(reports: dict, gaps: dict, gap_stats: dict, sink_stats: dict) -> str:
-    """How far removing the sink moves two walk metrics, trained against the nulls (``beyond_gap_says``)."""
+    """How far removing the sink moves two walk metrics, trained against the nulls (``beyond_gap_says``).
+    ``gap_stats[m]["null_sinkless"]``: no random-init null of ``m`` has a sink column in any layer, so removing
+    its sinks removes nothing (its change is 0 by construction, and no comparison with it is made)."""
     models = list(reports)
+    sinkless = [m for m in models if gap_stats[m].get("null_sinkless")]
+    compared = [m for m in models if m not in sinkless]
     null_big = {m: max(s["rev"][1], s["tv"][1]) for m, s in gap_stats.items()}
-    quiet = [m for m in models if null_big[m] < 0.01]
-    five = [m for m in models if all(gap_stats[m][k][0] > 5 * gap_stats[m][k][1] for k in ("rev", "tv"))]
+    quiet = [m for m in compared if null_big[m] < 0.01]
+    five = [m for m in compared if all(gap_stats[m][k][0] > 5 * gap_stats[m][k][1] for k in ("rev", "tv"))]
     two_signs = [m for m in models if gaps["rev"][m]["trained"][0].min() < 0 < gaps["rev"][m]["trained"][0].max()]
-    text = (f"For the nulls, removing the sink moves neither metric by more than $0.01$ in {who(quiet, models)}"
-            + "".join(f"; in {m}, whose random-init sink mass reaches {sink_stats[m]['null_max']:.1f}$u_n$, by up "
-                      f"to {null_big[m]:.3f}" for m in models if m not in quiet) + ". "
-            f"For the trained models the largest change is {span([gap_stats[m]['rev'][0] for m in models])} in the "
-            f"reversibility defect and {span([gap_stats[m]['tv'][0] for m in models])} in `tv`; the changes of "
-            f"both metrics are at least five times the nulls' in {who(five, models)}.")
-    text += " A sink-inclusive reversibility curve is therefore partly a curve of the sink." if five else ""
+    text = ""
+    if sinkless:
+        text += (f"The random-init nulls have no sink column in any layer of {who(sinkless, models)}: there removing "
+                 "their sinks removes nothing, their $\\Delta$ is 0 by construction, and the grey line is no test. ")
+    if compared:
+        text += (f"Where a null has sink columns of its own, removing them moves neither metric by more than $0.01$ in "
+                 f"{who(quiet, compared)}"
+                 + "".join(f"; in {m}, whose random-init sink mass reaches {sink_stats[m]['null_max']:.1f}$u_n$, by "
+                           f"up to {null_big[m]:.3f}" for m in compared if m not in quiet)
+                 + f", and the trained models' changes are at least five times the nulls' in {who(five, compared)}. ")
+    text += (f"For the trained models the largest change is {span([gap_stats[m]['rev'][0] for m in models])} in the "
+             f"reversibility defect and {span([gap_stats[m]['tv'][0] for m in models])} in `tv`.")
+    big = [m for m in models if min(gap_stats[m]["rev"][0], gap_stats[m]["tv"][0]) > 0.01]
+    text += (f" A sink-inclusive curve is therefore partly a curve of the sink in {who(big, models)}." if big else "")
     text += (f" The sign of $\\Delta$ is not fixed: in {who(two_signs, models)} removing the sink makes some layers "
              "look more reversible and others less, so neither convention is \"conservative\" in general, which is "
              "why the book reports both." if two_signs else
@@ -253,6 +265,41 @@ def copy_take(copy_stats: dict) -> str:
     return (f"Trained heads reach copy scores of {top:.2f} in absolute value, random ones at most {null:.3f}.")
 
 
+def takes(reports: dict, sink_stats: dict, gap_stats: dict, overlap_stats: dict, bound_gap: dict,
+          edges: dict) -> dict[str, str]:
+    """The first sentence of each figure's caption, computed: ``beyond_sink_take``, ``beyond_gap_take``,
+    ``beyond_overlap_take``, ``beyond_bound_take`` (``bound_gap``: per model the largest ``|c_h| - sqrt(omega_h)``),
+    ``beyond_edge_take`` (``edges``: as for :func:`edge`)."""
+    models = list(reports)
+    high = [m for m in models if sink_stats[m]["peak"] > 5]
+    spread = max(max(s["null_max"], 1 / s["null_min"]) if s["null_min"] > 0 else float("inf")
+                 for s in sink_stats.values())
+    sinkless = [m for m in models if gap_stats[m].get("null_sinkless")]
+    higher = [m for m in models if overlap_stats[m]["mean"] > overlap_stats[m]["ref"]]
+    inside = [m for m in models if bound_gap[m] <= 1e-9]
+    rank = edges["G"] * edges["d_h"]
+    return {
+        "beyond_sink_take": (f"On each model's sink columns the trained sink rises above five times the uniform walk's "
+                             f"share $u_n$ in {who(high, models)}; "
+                             + (f"the random-init nulls stay within a factor {spread:.2f} of it." if spread < 1e9 else
+                                "in some layers a random-init null puts no mass on them at all.")),
+        "beyond_gap_take": (f"Removing the sink changes the trained models' reversibility defect by at most "
+                            f"{span([gap_stats[m]['rev'][0] for m in models])} and their `tv` by at most "
+                            f"{span([gap_stats[m]['tv'][0] for m in models])} (model by model); the random-init nulls "
+                            f"have no sink column to remove in {who(sinkless, models)}, where their change is 0 by "
+                            "construction."),
+        "beyond_overlap_take": (f"Trained heads overlap more than random subspaces ($d_h/d$) on average in "
+                                f"{who(higher, models)}."),
+        "beyond_bound_take": (f"Every head lies inside the bound $|c_h| \\le \\sqrt{{\\omega_h}}$ in "
+                              f"{who(inside, models)} "
+                              f"(the largest $|c_h| - \\sqrt{{\\omega_h}}$ is {max(bound_gap.values()):+.2f})."),
+        "beyond_edge_take": (f"Every heaviest edge mixes its heads into one operator of rank $G d_h = {rank}$."
+                             if edges["min_rank"] == rank else
+                             f"An edge mixes its heads into one operator of rank at most $G d_h = {rank}$; the "
+                             f"lowest here is {edges['min_rank']}."),
+    }
+
+
 def box(headline: dict) -> str:
     """The opening box: the headline numbers, one line per model (``beyond_findings``)."""
     return "\n".join(
@@ -264,7 +311,7 @@ def box(headline: dict) -> str:
 
 def paragraphs(reports: dict, *, copy_stats: dict, copy_rows: dict, sink_stats: dict, sink_rows: dict,
                gaps: dict, gap_stats: dict, overlap_stats: dict, n_one: int, edges: dict,
-               headline: dict) -> dict[str, str]:
+               headline: dict, bound_gap: dict) -> dict[str, str]:
     """Every glued text of the chapter (:data:`KEYS`), from the statistics its cells compute."""
     out = {"beyond_summary": summary(reports, copy_stats, sink_stats, overlap_stats),
            "beyond_copy_take": copy_take(copy_stats), "beyond_findings": box(headline),
@@ -272,6 +319,7 @@ def paragraphs(reports: dict, *, copy_stats: dict, copy_rows: dict, sink_stats: 
            "beyond_copy_says": copying(reports, copy_stats, copy_rows),
            "beyond_sink_says": sink(reports, sink_stats, sink_rows),
            "beyond_gap_says": sink_removal(reports, gaps, gap_stats, sink_stats),
-           "beyond_overlap_says": overlap(reports, overlap_stats, n_one), "beyond_edge_says": edge(edges)}
-    assert tuple(out) == KEYS
-    return out
+           "beyond_overlap_says": overlap(reports, overlap_stats, n_one), "beyond_edge_says": edge(edges),
+           **takes(reports, sink_stats, gap_stats, overlap_stats, bound_gap, edges)}
+    assert set(out) == set(KEYS)
+    return {k: out[k] for k in KEYS}

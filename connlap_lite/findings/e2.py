@@ -12,18 +12,29 @@ import numpy as np
 
 from .. import report as R
 from ..prose import layers_of, names, span, who
-from ..rules_history import e2_rule1, e2_table_rule2
+from ..rules_history import e2_rule1, e2_table_rule2, e2_table_rule3
 from ..scorecard import verdict_box
+from ..record import DATA_SEED_KEYS
 from ..stats import mean_interval, spearman
 
-# the data nulls of the rule, by the key that holds them in the trained condition
-DATA_NULLS = {"random-init transports": "data_defect_cross", "Gaussian transports": "data_defect_gaussian"}
+# the data nulls of the rule, by the keys that hold them in the trained condition (three seeds' transports)
+DATA_NULLS = {"random-init transports": DATA_SEED_KEYS, "Gaussian transports": ("data_defect_gaussian",)}
 TREND_METRICS = ("head_defect", "head_defect_gain", "data_defect_nosink", "edge_defect")
 LABEL = {"head_defect": "head defect", "head_defect_gain": "gain-folded head defect",
          "data_defect_nosink": "data defect", "edge_defect": "edge defect"}
-KEYS = ("e2_summary", "e2_main_take", "e2_data_take", "e2_verdict", "e2_ranks", "e2_null_agree", "e2_curves_says",
+KEYS = ("e2_summary", "e2_main_take", "e2_data_take", "e2_heads_take", "e2_hist_take", "e2_data_cost", "e2_verdict",
+        "e2_ranks", "e2_null_agree", "e2_curves_says",
         "e2_gauss_lower", "e2_survives", "e2_trends_says", "e2_hist_says", "e2_q4_says", "e2_q4_margin_says",
         "e2_headline", "e2_head_dir", "e2_head_span", "e2_data_span", "e2_trained_range", "e2_rule_change")
+
+
+def edge_gap_interval(rep: dict) -> tuple[float, float, float]:
+    """The trained mean edge defect minus the random-init seeds' mean, paired by passage (the edge passages are
+    the same in every condition), with its 95% bootstrap interval over those few passages, widened for their number
+    as the rules widen theirs (:func:`connlap_lite.stats.mean_interval` with ``expand``): ``(gap, low, high)``."""
+    per_passage = lambda c: R.matrix(rep, "edge_defect", c).mean(0)          # noqa: E731  mean over layers
+    diff = per_passage("trained") - np.mean([per_passage(c) for c in R.random_nulls(rep)], axis=0)
+    return mean_interval(diff, expand=True)
 
 
 def random_init(rep: dict, metric: str) -> np.ndarray:
@@ -41,9 +52,62 @@ def registered(rows: list[dict]) -> dict[str, dict]:
     return {x["model"]: x for r in rows if r["claim"] == "E2" for x in r["per_model"]}
 
 
+def data_seeds_curve(rep: dict) -> np.ndarray:
+    """Per layer, the random-init seeds' transports on the trained inputs, averaged over the seeds (E2's data null
+    from three seeds, :data:`connlap_lite.record.DATA_SEED_KEYS`)."""
+    keys = [k for k in DATA_SEED_KEYS if k in rep["conditions"]["trained"]]
+    return np.mean([R.layer_means(rep, k) for k in keys], axis=0)
+
+
 def _strongest_data(rep: dict) -> np.ndarray:
     """Per layer, the lower of the two data nulls' means (what the trained data defect must beat)."""
-    return np.min([R.layer_means(rep, k) for k in DATA_NULLS.values()], axis=0)
+    return np.minimum(data_seeds_curve(rep), R.layer_means(rep, "data_defect_gaussian"))
+
+
+def heads_against_nulls(rep: dict, mp_pred: float) -> dict:
+    """The heads' nulls as the figure draws them: how wide a strip the Gaussian null, two random-init seeds and
+    ``sqrt(d_h / 2d)`` (``mp_pred``) span over the layers, the widest of their bands, how far the trained curve is
+    from the Gaussian null on average, and the layers where it dips below the Gaussian null or the seeds' mean."""
+    tr, gauss = R.layer_means(rep, "head_defect"), R.layer_means(rep, "head_defect_gaussian")
+    seeds = R.random_nulls(rep)[:2]
+    lines = np.stack([gauss, *(R.layer_means(rep, "head_defect", c) for c in seeds)])
+    widths = []
+    for m, c in (("head_defect_gaussian", "trained"), *(("head_defect", c) for c in seeds)):
+        _, lo, hi = R.layer_curve(rep, m, c)
+        widths.append(float(np.mean(np.array(hi) - np.array(lo))))
+    return {"strip": float(max(lines.max(), mp_pred) - min(lines.min(), mp_pred)), "band": max(widths),
+            "dist": float(np.abs(tr - gauss).mean()),
+            "below": [int(i) for i in np.flatnonzero(tr < np.maximum(gauss, random_init(rep, "head_defect")))]}
+
+
+def flat(strip: float, band: float, dist: float) -> bool:
+    """The nulls are one flat line on the plot's scale: strip and band together under a tenth of the distance."""
+    return strip + band < 0.1 * dist
+
+
+def data_cost(reports: list[dict]) -> str:
+    """What E2's data null from three random-init seeds cost in these measurements (``e2_data_cost``): building each
+    seed's model and head transports from its weights and applying them to the trained inputs
+    (``data_null_seconds``), against each model's whole measurement (``seconds``)."""
+    timed = [r for r in reports if r.get("data_null_seconds") is not None and r.get("seconds")]
+    if not timed:
+        return "These reports do not say what their data null cost."
+    seeds = sorted({len(r.get("data_null_seeds", [])) for r in timed})
+    return (f"Building {names([str(k) for k in seeds])} seeds' transports and applying them cost "
+            f"{span([r['data_null_seconds'] for r in timed], '{:.1f}')} s per model in this build's measurements, "
+            f"{span([100 * r['data_null_seconds'] / r['seconds'] for r in timed], '{:.0f}')}% of each model's "
+            "measurement (the two seeds added on 2026-12-02 are two thirds of it).")
+
+
+def heads_take(reports: list[dict], mp_pred: dict) -> str:
+    """The head figure's takeaway (``e2_heads_take``): where the nulls form one narrow strip and where the trained
+    curve lies above it at every layer."""
+    models = [r["model"] for r in reports]
+    h = {r["model"]: heads_against_nulls(r, mp_pred[r["model"]]) for r in reports}
+    narrow = [m for m in models if flat(h[m]["strip"], h[m]["band"], h[m]["dist"])]
+    above = [m for m in models if not h[m]["below"]]
+    return (f"On the plots' scale the nulls of the heads form one narrow strip in {who(narrow, models)}, and the "
+            f"trained curve lies above them at every layer in {who(above, models)}.")
 
 
 # ----------------------------------------------------------------------- the paragraphs
@@ -106,24 +170,17 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
         data_ratio[name] = x["data_defect"] / x["data_nulls"][x["strongest_data_null"]]
         shuffle_rel[name] = abs(R.layer_means(rep, "data_defect", "shuffled").mean()
                                 / R.layer_means(rep, "data_defect").mean() - 1)
-        null_falls[name] = spearman(np.arange(len(d_null)), R.layer_means(rep, "data_defect_cross"))
-        edge_gap[name] = float(R.layer_means(rep, "edge_defect").mean() - random_init(rep, "edge_defect").mean())
+        null_falls[name] = spearman(np.arange(len(d_null)), data_seeds_curve(rep))
+        edge_gap[name] = edge_gap_interval(rep)
         fold_curve[name] = R.layer_means(rep, "head_defect_gain")
         fold[name] = float(fold_curve[name].mean() - tr.mean())
-        lines = np.stack([gauss, R.layer_means(rep, "head_defect", "random0"),
-                          R.layer_means(rep, "head_defect", "random1")])
-        null_strip[name] = float(max(lines.max(), mp_pred[name]) - min(lines.min(), mp_pred[name]))
-        widths = []
-        for m, c in (("head_defect_gaussian", "trained"), ("head_defect", "random0"), ("head_defect", "random1")):
-            _, lo_, hi_ = R.layer_curve(rep, m, c)
-            widths.append(float(np.mean(np.array(hi_) - np.array(lo_))))
-        null_band[name] = max(widths)
-        null_dist[name] = float(np.abs(tr - gauss).mean())
+        strip = heads_against_nulls(rep, mp_pred[name])
+        null_strip[name], null_band[name], null_dist[name] = strip["strip"], strip["band"], strip["dist"]
         edge_passages[name] = len(cond["edge_defect"][0])
         _, lo_, hi_ = R.layer_curve(rep, "edge_defect")
         edge_band[name] = float(np.mean(np.array(hi_) - np.array(lo_)))
 
-    flat_nulls = [m for m in models if null_strip[m] + null_band[m] < 0.1 * null_dist[m]]
+    flat_nulls = [m for m in models if flat(null_strip[m], null_band[m], null_dist[m])]
     row0 = (f"The Gaussian null, the two random-init seeds that the figure draws and $\\sqrt{{d_h/2d}}$ stay, over "
             f"all layers, within a strip {span(null_strip.values(), '{:.3f}')} wide (depending on the model), and "
             f"the widest of their 95% bands is on average {span(null_band.values(), '{:.3f}')} wide; the trained "
@@ -197,17 +254,21 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
                  + "): a trend that comes with the inputs, before any training, to keep in mind when reading "
                  "depth trends." if falls else ".")
 
-    further = [m for m in models if edge_gap[m] > 0]
-    row4 = ("On the heaviest edges the trained mean edge defect minus the random-init null's is "
-            + ", ".join(f"{edge_gap[m]:+.3f} ({m})" for m in models)
-            + f": the mixed transports are further from a scaled partial isometry of any rank than those of the "
-            f"random-init model in {who(further, models)}.")
-    edge_wide = [m for m in models if edge_band[m] > abs(edge_gap[m])]
-    row4 += (f" Each layer's value rests on {names(sorted({edges * p for p in edge_passages.values()}))} edges "
-             f"({edges} in each of {names(sorted(set(edge_passages.values())))} passages); the trained curve's 95% "
-             f"band is on average {span(edge_band.values(), '{:.3f}')} wide, wider than the trained-minus-null "
-             f"gap in {who(edge_wide, models)}"
-             + (", so there the sign of the gap is not settled." if edge_wide else "."))
+    further = [m for m in models if edge_gap[m][1] > 0]
+    closer = [m for m in models if edge_gap[m][2] < 0]
+    unsettled = [m for m in models if m not in further and m not in closer]
+    row4 = ("On the heaviest edges the trained mean edge defect minus the random-init seeds' mean, paired by passage, "
+            "is " + ", ".join(f"{g:+.3f} ({m}; 95% interval {lo:+.3f} to {hi:+.3f})" for m, (g, lo, hi)
+                              in edge_gap.items())
+            + f". The mixed transports are further from a scaled partial isometry of any rank than those of the "
+            f"random-init model where that interval lies above 0, in {who(further, models)}"
+            + (f"; closer where it lies below 0, in {names(closer)}" if closer else "")
+            + (f"; in {names(unsettled)} it contains 0, so there the sign of the gap is not settled." if unsettled
+               else ".")
+            + f" Each layer's value rests on {names(sorted({edges * p for p in edge_passages.values()}))} edges "
+            f"({edges} in each of {names(sorted(set(edge_passages.values())))} passages), and the interval is over "
+            "those passages, widened for their number; the trained curve's 95% band is on average "
+            f"{span(edge_band.values(), '{:.3f}')} wide.")
     text = (f"1. **Head defect.** {row0} {row1}\n2. **Gain folded.** {row2.strip()}\n"
             f"3. **Data defect.** {row3}\n4. **Edge defect.** {row4}")
 
@@ -250,7 +311,7 @@ def trends(reports: list[dict]) -> str:
     items = [f"{n}'s {LABEL[m]}, which {'rises' if rho > 0 else 'falls'} with depth ($\\rho = {rho:+.2f}$)"
              for n, m, rho, p in strong if p < 0.01]
     nulls = {"head_defect": lambda r: random_init(r, "head_defect"),
-             "data_defect_nosink": lambda r: R.layer_means(r, "data_defect_cross")}
+             "data_defect_nosink": data_seeds_curve}
     for m, curve in nulls.items():
         for sign, verb in ((1, "rises"), (-1, "falls")):
             hit = [(r["model"], trend(curve(r))) for r in reports]
@@ -261,6 +322,27 @@ def trends(reports: list[dict]) -> str:
                              "although nothing was trained")
     return says + ("No curve, trained or null, has a strong trend ($p < 0.01$)." if not items else
                    f"The only strong trends ($p < 0.01$) are {names(items)}.")
+
+
+def _spread(samples: dict[str, np.ndarray]) -> tuple[float, float, np.ndarray, bool, float]:
+    """The nulls' range (Gaussian and random-init heads), the trained heads' middle 90%, whether the nulls form a
+    spike (a range under a quarter of that middle), and the trained median over the Gaussian null's."""
+    nulls = np.concatenate([samples["Gaussian null"], samples["random init (seed 0)"]])
+    lo, hi = float(nulls.min()), float(nulls.max())
+    mid = np.percentile(samples["trained"], [5, 95])
+    shift = float(np.median(samples["trained"]) / np.median(samples["Gaussian null"]))
+    return lo, hi, mid, hi - lo < 0.25 * (mid[1] - mid[0]), shift
+
+
+def _where(shift: float) -> str:
+    return "far to the right of it" if shift > 1.5 else "to the right of it" if shift > 1.05 else "around it"
+
+
+def hist_take(samples: dict[str, np.ndarray]) -> str:
+    """The histogram's takeaway (``e2_hist_take``): spike or not, and where the trained heads lie."""
+    *_, spike, shift = _spread(samples)
+    return (("The nulls form a narrow spike" if spike else "The nulls spread about as widely as the trained heads")
+            + f"; the trained heads lie {_where(shift)}.")
 
 
 def histogram(model: str, samples: dict[str, np.ndarray], mp_exact: float, mp_pred: float) -> str:
@@ -274,11 +356,7 @@ def histogram(model: str, samples: dict[str, np.ndarray], mp_exact: float, mp_pr
     frac_gauss = float(np.mean(trained > samples["Gaussian null"].max()))
     frac_rot = float(np.mean(trained < samples["rotation null"]))
     sign_p = binomtest(int(np.sum(trained < samples["rotation null"])), n_heads).pvalue
-    shift = med["trained"] / med["Gaussian null"]
-    nulls = np.concatenate([samples["Gaussian null"], samples["random init (seed 0)"]])
-    lo, hi = float(nulls.min()), float(nulls.max())
-    mid = np.percentile(trained, [5, 95])
-    spike = hi - lo < 0.25 * (mid[1] - mid[0])
+    lo, hi, mid, spike, shift = _spread(samples)
     return (f"The Gaussian and random-init heads all lie between {lo:.3f} and {hi:.3f}, with medians "
             f"{med['Gaussian null']:.3f} and {med['random init (seed 0)']:.3f}; the limit law of Marchenko–Pastur "
             f"puts their mean at {mp_exact:.3f} ($\\sqrt{{d_h/2d}} = {mp_pred:.3f}$ to first order). "
@@ -286,8 +364,7 @@ def histogram(model: str, samples: dict[str, np.ndarray], mp_exact: float, mp_pr
                f"({mid[0]:.2f} to {mid[1]:.2f}), so the nulls form a narrow spike, and the count axis is "
                "logarithmic so that the spike does not hide everything else. " if spike else
                f"The middle 90% of the trained heads spans {mid[0]:.2f} to {mid[1]:.2f}. ")
-            + f"The trained heads (median {med['trained']:.2f}) spread "
-            f"{'far to the right of it' if shift > 1.5 else 'to the right of it' if shift > 1.05 else 'around it'}, "
+            + f"The trained heads (median {med['trained']:.2f}) spread {_where(shift)}, "
             f"and {frac_gauss:.0%} of them lie above every one of the {n_heads} Gaussian heads. The rotation null "
             f"has median {med['rotation null']:.2f}, and {frac_rot:.0%} of the trained heads beat their own rotated "
             f"copy (sign test $p = {sign_p:.2g}$): "
@@ -362,20 +439,21 @@ def quantisation(base: dict, q4: dict, reports: list[dict]) -> tuple[str, str, d
     return says, more, shift
 
 
-def rule2_verdicts(reports: list[dict]) -> dict[str, str]:
-    """Rule 2's E2 verdicts (registered 2026-11-30, replaced 2026-12-01), one table per structure as it was
-    registered: ``{model: verdict}``."""
+def old_verdicts(reports: list[dict]) -> dict[str, tuple[str, str]]:
+    """Rule 2's and rule 3's E2 verdicts (rule 2 registered 2026-11-30, replaced 2026-12-01; rule 3 replaced
+    2026-12-02), one table per structure as each was registered: ``{model: (rule 2's, rule 3's)}``."""
     out = {}
     for is_encoder in (True, False):
         group = [r for r in reports if r["encoder"] == is_encoder]
         if group:
-            out.update({x["model"]: x["verdict"] for x in e2_table_rule2(group)})
+            out.update({a["model"]: (a["verdict"], b["verdict"])
+                        for a, b in zip(e2_table_rule2(group), e2_table_rule3(group))})
     return out
 
 
 def verdict_words(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     """The inline words of *Verdicts*: the headline, the direction and size of the gaps, the rule changes
-    (``e2_rule_change``: each model whose verdict differs between rules 1, 2 and 3, as 'rule 1 -> 2 -> 3')."""
+    (``e2_rule_change``: each model whose verdict differs between rules 1 to 4, as 'rule 1 -> 2 -> 3 -> 4')."""
     reg = registered(rows)
     models = [r["model"] for r in reports]
     head_ratio = {m: reg[m]["head_defect"] / reg[m]["head_nulls"][reg[m]["strongest_head_null"]] for m in models}
@@ -387,8 +465,8 @@ def verdict_words(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     for m in models:
         counts.setdefault(reg[m]["verdict"], []).append(m)
     headline = "The verdict on E2 is " + "; ".join(f"*{w}* for {who(ms, models)}" for w, ms in counts.items())
-    rule2 = rule2_verdicts(reports)
-    old = {r["model"]: (e2_rule1(r)["verdict"], rule2[r["model"]], reg[r["model"]]["verdict"]) for r in reports}
+    before = old_verdicts(reports)
+    old = {r["model"]: (e2_rule1(r)["verdict"], *before[r["model"]], reg[r["model"]]["verdict"]) for r in reports}
     changed = [m for m, v in old.items() if len(set(v)) > 1]
     heads = [reg[m]["head_defect"] for m in models]
     return {"e2_headline": headline, "e2_head_dir": direction, "e2_head_span": span(head_ratio.values()),
@@ -411,13 +489,54 @@ def paragraphs(reports: list[dict], rows: list[dict], *, mp_pred: dict, edges: i
     out = {"e2_summary": summary(reports, rows), "e2_main_take": main_take(rows),
            "e2_data_take": (f"On its own tokens, the trained data defect is below the stronger data null in "
                             f"{who(below, [r['model'] for r in reports])}."),
+           "e2_heads_take": heads_take(reports, mp_pred), "e2_hist_take": hist_take(hist[1]),
+           "e2_data_cost": data_cost(reports),
            "e2_verdict": verdict_box(rows, "E2"),
            "e2_ranks": names(f"{r['groups'] * r['head_dim']} of {r['d']} for {r['model']}" for r in reports),
            "e2_null_agree": f"{agree:.3f}", "e2_curves_says": text, "e2_gauss_lower": lower,
            "e2_survives": survives, "e2_trends_says": trends(reports), "e2_hist_says": histogram(*hist),
            "e2_q4_says": q4_says, "e2_q4_margin_says": margin, **verdict_words(reports, rows)}
-    assert tuple(out) == KEYS
-    return out
+    assert set(out) == set(KEYS)
+    return {k: out[k] for k in KEYS}
+
+
+# ----------------------------------------------------------------------- the exercises' solutions
+def exercise_two(shapes: dict[str, tuple[float, float, float]]) -> str:
+    """The second exercise's paragraph (``e2_ex2_says``): ``shapes`` ``{model: (d_h / d, |simulation - limit
+    law|, |sqrt(d_h / 2d) - limit law|)}``."""
+    narrow, wide = min(shapes, key=lambda m: shapes[m][0]), max(shapes, key=lambda m: shapes[m][0])
+    return (f"The limit law is within {max(v[1] for v in shapes.values()):.3f} of the simulation for every shape. "
+            f"The approximation $\\sqrt{{d_h / 2d}}$ is off by {shapes[narrow][2]:.3f} for the narrowest heads "
+            f"({narrow}, $\\lambda = {shapes[narrow][0]:.2f}$) and by {shapes[wide][2]:.3f} for the widest "
+            f"({wide}, $\\lambda = {shapes[wide][0]:.2f}$): it comes from the first-order expansion "
+            "$s \\approx 1 + (\\mu - 1)/2$, which is accurate only while the squared singular values stay near 1.")
+
+
+def exercise_three(frac_below: np.ndarray, rot_mean, report_rot, n_rot: int) -> str:
+    """The third exercise's paragraph (``e2_ex3_says``): ``frac_below`` ``(layers, heads)``, each head's share of
+    ``n_rot`` rotated copies more isometric than it; ``rot_mean`` the layers' mean rotated defect over those copies,
+    ``report_rot`` the report's one-rotation layer means."""
+    frac_below = np.asarray(frac_below)
+    co, anti = (frac_below < 0.05).sum(1), (frac_below > 0.95).sum(1)
+    layers, H = frac_below.shape
+    mostly = [l for l in range(layers) if co[l] >= 0.75 * H]
+    mixed = [l for l in range(layers) if anti[l] > 0]
+    if mostly:
+        text = (("In {} nearly every head is more isometric than at least 95% of its rotated copies ({})"
+                 if min(co[l] for l in mostly) >= 0.9 * H else
+                 "In {} most heads are more isometric than at least 95% of their rotated copies ({})").format(
+                    layers_of(mostly), ", ".join(f"{co[l]} of {H} in layer {l}" for l in mostly))
+                + ": there, training did fit $W_O$ to $W_V$ so that the product evens out the factors' spectra.")
+    else:
+        text = (f"In no layer are most heads more isometric than 95% of their rotated copies (at most {co.max()} of "
+                f"{H}).")
+    text += (f" In {layers_of(mixed)} heads go both ways: {int(anti[mixed].sum())} heads in all are *less* isometric "
+             "than at least 95% of their rotations, as if their factors' large directions had been aligned with each "
+             "other." if mixed else " No head is less isometric than 95% of its rotations.")
+    return text + (f" The report's single rotation per head gives layer means within "
+                   f"{np.abs(np.asarray(rot_mean) - np.asarray(report_rot)).max():.3f} of the {n_rot}-rotation "
+                   "means, less than four standard errors of a one-rotation layer mean, so it is a fair null for layer "
+                   "averages (though not for single heads).")
 
 
 # ----------------------------------------------------------------------- figures' numbers and tables
@@ -457,14 +576,15 @@ def trend_table(report: dict) -> str:
 
 
 def verdict_table(reports: list[dict], rows: list[dict]) -> str:
-    """Per model the numbers behind the verdict, with the verdicts of rules 1 and 2 beside the rule in force."""
+    """Per model the numbers behind the verdict, with the verdicts of rules 1 to 3 beside the rule in force (4)."""
     reg = registered(rows)
-    rule2 = rule2_verdicts(reports)
-    lines = [f"{'model':<20}{'head':>7}{'null':>7}{'p':>7}{'data':>8}{'null':>8}{'p':>7}  rule 1 -> rule 2 -> rule 3"]
+    before = old_verdicts(reports)
+    lines = [f"{'model':<20}{'head':>7}{'null':>7}{'p':>7}{'data':>8}{'null':>8}{'p':>7}  "
+             "rule 1 -> rule 2 -> rule 3 -> rule 4"]
     for r in reports:
         x = reg[r["model"]]
         lines.append(f"{r['model']:<20}{x['head_defect']:>7.3f}{x['head_nulls'][x['strongest_head_null']]:>7.3f}"
                      f"{x['p_heads_holm']:>7.3f}{x['data_defect']:>8.3f}"
                      f"{x['data_nulls'][x['strongest_data_null']]:>8.3f}{x['p_data_holm']:>7.3f}  "
-                     f"{e2_rule1(r)['verdict']} -> {rule2[r['model']]} -> {x['verdict']}")
+                     f"{e2_rule1(r)['verdict']} -> {' -> '.join(before[r['model']])} -> {x['verdict']}")
     return "\n".join(lines)

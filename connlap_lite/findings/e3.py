@@ -20,7 +20,8 @@ from ..scorecard import verdict_box
 METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect",
            "edge_defect", "sink")
 CLAIM_METRICS = METRICS[:-1]          # smaller = more of the claim; the sink mass is context only
-KEYS = ("e3_summary", "e3_main_take", "e3_verdict", "e3_sizes", "e3_models", "e3_gqa", "e3_widths", "e3_points",
+KEYS = ("e3_summary", "e3_main_take", "e3_gaps_take", "e3_verdict", "e3_sizes", "e3_models", "e3_gqa", "e3_widths",
+        "e3_points",
         "e3_arch_pair", "e3_step", "e3_says", "e3_ladder_costs")
 
 
@@ -71,6 +72,19 @@ def main_take(reports: list[dict], rows: dict) -> str:
              if above else "The gaps have both signs")
             + ("; no family gives the three sizes a slope within it needs." if not ladders else
                f"; {names(sorted(ladders))} give{'s' * (len(ladders) == 1)} a slope within the family."))
+
+
+def gaps_take(rows: dict, metrics=CLAIM_METRICS) -> str:
+    """The takeaway of the figure of every claim metric's gap (``e3_gaps_take``): on which metrics every model
+    sits above its strongest null, on which every model below, and on which the gaps have both signs."""
+    def signs(m):
+        return {np.sign(x["gap"]) for s in ("encoder", "decoder") if (s, m) in rows for x in rows[s, m]["models"]}
+    metrics = [m for m in metrics if any((s, m) in rows for s in ("encoder", "decoder"))]
+    above = [m for m in metrics if signs(m) == {1.0}]
+    below = [m for m in metrics if signs(m) == {-1.0}]
+    mixed = [m for m in metrics if m not in above and m not in below]
+    return (f"Every model sits above its strongest registered null on {_listing(above)}, every model below it on "
+            f"{_listing(below)}, and the gaps have both signs on {_listing(mixed)}.")
 
 
 def model_words(reports: list[dict], full: bool) -> dict[str, str]:
@@ -213,6 +227,7 @@ def paragraphs(reports: list[dict], scorecard_rows: list[dict], rows: dict, *, p
     same non-embedding size from two designs; ``steps``: the within-family step, or None; ``ladder``: the text of
     :func:`ladder_costs`."""
     out = {"e3_summary": summary(reports, rows), "e3_main_take": main_take(reports, rows),
+           "e3_gaps_take": gaps_take(rows),
            "e3_verdict": verdict_box(scorecard_rows, "E3", {f"{s}/{m}": v["verdict"] for (s, m), v in rows.items()},
                                      what="structure-metric pairs"),
            **model_words(reports, full), "e3_arch_pair": arch_pair(*pair), "e3_step": step(steps),

@@ -11,7 +11,9 @@ import html
 
 from .. import report as R
 from ..prose import names, span, tally
+from ..record import random_nulls
 from ..report import e1_table, e2_table
+from ..verdicts import MIN_SEEDS
 from ..scorecard import _key, rule_changes_markdown, verdict_box
 from ..scorecard import rule_changes as _changes
 
@@ -19,8 +21,8 @@ CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
           "E2": "transports close to scaled isometries (E2)",
           "E3": "the claim that both grow with model size (E3)"}
 CHAPTER = {"E1": "E1: stability", "E2": "E2: isometry", "E3": "E3: scale"}
-KEYS = ("scorecard_headline", "scorecard_grid_take", "scorecard_verdict", "scorecard_says", "scorecard_rule_changes",
-        "scorecard_ablations")
+KEYS = ("scorecard_headline", "scorecard_grid_take", "scorecard_verdict", "scorecard_says", "scorecard_corpora",
+        "scorecard_rule_changes", "scorecard_ablations")
 
 
 def _ci(interval, fmt="{:+.3f}") -> str:
@@ -157,8 +159,9 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     text += (f"\n* **E2**: {_per_structure(rows, 'E2')}. Condition (a), heads below the Gaussian heads and the "
              f"random-init seeds (the seeds counted as units), is met by "
              f"{tally([x['heads_below_nulls'] for x in e2s])}: the trained mean head defect is "
-             f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below random-init and "
-             f"Gaussian transports on the same inputs, is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
+             f"{span(head, '{:.2f}')} times the strongest null's. Condition (b), data defect below Gaussian "
+             f"transports and three random-init seeds' transports on the same inputs (the seeds again counted as "
+             f"units), is met by {tally([x['data_below_nulls'] for x in e2s])}: the "
              f"trained data defect is {span(data, '{:.2f}')} times the strongest of those.")
     e3_rows = [r for r in rows if r["claim"] == "E3"]
     parts = []
@@ -184,12 +187,16 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
                 f"{len(tested)} of the {len(e3_rows)} rows; across families size and design still cannot be "
                 "separated."))
     verdict = {_key(r): r["verdict"] for r in rows}
-    agree = [k for k, v in corpora.items() if v and all(x == verdict[k] for x in v.values())]
-    differ = [k for k, v in corpora.items() if v and any(x != verdict[k] for x in v.values())]
+    said = {k: {c: x for c, x in v.items() if x != "not comparable"} for k, v in corpora.items()}
+    agree = [k for k, v in said.items() if v and all(x == verdict[k] for x in v.values())]
+    differ = [k for k, v in said.items() if v and any(x != verdict[k] for x in v.values())]
+    apart = [k for k, v in corpora.items() if "not comparable" in v.values()]
     fragile = [k for k, v in robust.items() if v < 0.8]
     text += (f"\n* **Robustness.** Of the {len(verdict)} rows, {len(agree)} give the same verdict on the other "
              f"corpora and {len(differ)} differ{'s' if len(differ) == 1 else ''} on at least one"
              + (f" ({'; '.join(f'{c} {s}' for c, s, _ in differ)})" if differ else "")
+             + (f"; {len(apart)} {'is' if len(apart) == 1 else 'are'} *not comparable* on at least one, measured there "
+                "against fewer nulls" if apart else "")
              + f"; {len(fragile)} keep{'s' if len(fragile) == 1 else ''} "
              f"{'its' if len(fragile) == 1 else 'their'} verdict in fewer than 80% of the passage resamples"
              + (f" ({'; '.join(f'{c} {s} {m}' for c, s, m in fragile)})." if fragile else "."))
@@ -197,8 +204,8 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
 
 
 def rule_changes(reports: list[dict]) -> str:
-    """Each dated rule change (rule 1 -> 2, rule 2 -> 3) with the old and the new rule's verdicts on these
-    reports, in Markdown (:func:`connlap_lite.scorecard.rule_changes`)."""
+    """Each dated rule change (rule 1 -> 2 -> 3, and 3 -> 4 for E2) and measurement change with the verdicts before
+    and after it on these reports, in Markdown (:func:`connlap_lite.scorecard.rule_changes`)."""
     return rule_changes_markdown(_changes(reports))
 
 
@@ -237,26 +244,61 @@ def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: d
 
 def ablations(entries: list[tuple[str, str, str, str]], registered: dict, sinks: dict) -> str:
     """What the ablations move: ``entries`` ``(ablation, claim, model, verdict)``, ``registered``
-    ``{(claim, model): verdict}``, ``sinks`` ``{model: (what was done, registered sink mass, ablated)}``."""
+    ``{(claim, model): verdict}``, ``sinks`` ``{model: (what was done, registered sink columns, registered mass,
+    ablated sink columns, ablated mass)}``, each mass the late mean on that measurement's own detected sink columns."""
     moved = [(a, c, m, v) for a, c, m, v in entries if v != registered[c, m]]
     text = (f"Of the {len(entries)} verdicts re-derived under an ablation, {len(moved)} "
             f"differ{'s' if len(moved) == 1 else ''} from the registered one"
             + (": " + "; ".join(f"{c} on {m} with {a}: {registered[c, m]} -> {v}" for a, c, m, v in moved) + "."
                if moved else "."))
     if sinks:
-        text += (" The BOS ablation moves the first-token sink itself (its attention mass over the last third of "
-                 "the layers, registered -> ablated): "
-                 + "; ".join(f"{m}, {what}: {a:.2f} -> {b:.2f}" for m, (what, a, b) in sinks.items()) + ".")
+        def cols(c, mass):
+            return ("no sink column" if not c else
+                    f"column{'s' * (len(c) > 1)} {names([str(i) for i in c])} ({mass:.2f})")
+        text += (" The BOS ablation moves the detected sinks themselves (the sink columns, token positions from 0, "
+                 "and the detected sinks' mass over the last third of the layers, registered -> ablated): "
+                 + "; ".join(f"{m}, {what}: {cols(ca, a)} -> {cols(cb, b)}"
+                             for m, (what, ca, a, cb, b) in sinks.items()) + ".")
     return text
 
 
+def corpora_note(reports: list[dict], corpora: dict[str, list[dict]]) -> str:
+    """Why the other corpora's verdicts can or cannot be set beside the main corpus's (``scorecard_corpora``): the
+    nulls each was measured with, from the reports (comparable: the same kinds of null, and at least
+    :data:`~connlap_lite.verdicts.MIN_SEEDS` random-init seeds, which the rules count as units)."""
+    def seeds(r):
+        return len(random_nulls(r))
+
+    def nulls(rs):
+        k = sorted({seeds(r) for r in rs})
+        shuffled = {"shuffled" in r["conditions"] for r in rs}
+        return (f"{names([str(i) for i in k])} random-init seed{'s' * (k != [1])}"
+                + (" and the shuffled passages" if shuffled == {True} else ", no shuffled passages"
+                   if shuffled == {False} else ", shuffled passages for some models only"))
+    other = [r for rs in corpora.values() for r in rs]
+    if not other:
+        return "No other corpus is measured in this build."
+    alike = all(seeds(r) >= MIN_SEEDS for r in other) and \
+        {"shuffled" in r["conditions"] for r in other} <= {"shuffled" in r["conditions"] for r in reports}
+    if alike:
+        return (f"The other corpora are measured with {nulls(other)}, the main corpus with {nulls(reports)}: the same "
+                "nulls, the seeds counted as units by the rules, so their verdicts can be set beside the main "
+                "corpus's.")
+    return (f"In this build the other corpora are measured with {nulls(other)}, the main corpus with "
+            f"{nulls(reports)}: the other corpora's rows say *not comparable*, since a verdict against fewer "
+            f"nulls is no difference between corpora. (The full build measures every corpus with at least "
+            f"{MIN_SEEDS} seeds and the shuffled passages; `make test` cannot spend the time.)")
+
+
 def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict],
-               ablated: tuple) -> dict[str, str]:
-    """Every glued text of the chapter (:data:`KEYS`): the headline, the verdict box, *What the data say*, the
-    rule changes on ``reports`` and the ablations (``ablated``: the arguments of :func:`ablations`)."""
+               ablated: tuple, corpus_reports: dict[str, list[dict]] | None = None) -> dict[str, str]:
+    """Every glued text of the chapter (:data:`KEYS`): the headline, the verdict box, *What the data say*, what
+    the other corpora were measured against (``corpus_reports``: ``{corpus: reports}``), the rule changes on
+    ``reports`` and the ablations (``ablated``: the arguments of :func:`ablations`)."""
     out = {"scorecard_headline": headline(rows), "scorecard_grid_take": grid_take(rows),
            "scorecard_verdict": "\n".join(verdict_box(rows, c) for c in ("E1", "E2", "E3")),
            "scorecard_says": what_the_data_say(rows, robust, corpora),
+           "scorecard_corpora": corpora_note(reports, corpus_reports or {}),
            "scorecard_rule_changes": rule_changes(reports),
            "scorecard_ablations": ablations(*ablated)}
     assert tuple(out) == KEYS
