@@ -75,17 +75,38 @@ def e1_book():
 def test_e1_writes_every_key_in_markdown(e1_book):
     *_, says = e1_book
     assert tuple(says) == F1.KEYS
-    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "") for v in says.values())
+    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "").replace("```{dropdown}", "")
+               for v in says.values())
 
 
 def test_e1_verdict_words_are_the_rows(e1_book):
     reports, rows, grid, says = e1_book
+    box, folded = says["e1_verdict"].split("```{dropdown}")
     for r in rows:
         if r["claim"] == "E1":
-            assert f"**E1, {r['structure']}** (`tv_norm_nosink`): **{r['verdict']}**" in says["e1_verdict"]
+            assert f"- on {S._on(r)}: **{r['verdict']}**" in box
             assert f"*{r['verdict']}* for the {r['structure']}" in says["e1_summary"]
+    # plain words in the box; the metric's identifier and the per-metric counts folded below them
+    assert box.startswith(f"**{S.CLAIM_WORDS['E1']}**, judged by {S.METRIC_WORDS['tv_norm_nosink']}:")
+    assert "`" not in box and "_" not in box.replace("**", "")
+    assert "`tv_norm_nosink`" in folded and f"table of {len(grid)} model-metric pairs" in folded
     holds = sum(row["verdict"] == "holds" for row in grid.values())
     assert f"E1 holds for {holds} of {len(grid)} model-metric pairs" in says["e1_says"]
+
+
+def test_verdict_box_names_every_claim_and_metric_in_plain_words(e1_book):
+    _, rows, *_ = e1_book
+    for claim in ("E1", "E2", "E3"):
+        box = S.verdict_box(rows, claim).split("```{dropdown}")[0]
+        assert box.startswith(f"**{S.CLAIM_WORDS[claim]}**") and "`" not in box
+        mine = [r for r in rows if r["claim"] == claim]
+        assert all(S.METRIC_WORDS[r["metric"]] in box and f"**{r['verdict']}**" in box for r in mine)
+    e3 = S.verdict_box(rows, "E3")
+    assert e3.count("- judged by ") == len(S.E3_METRICS)             # one line per metric, both structures on it
+    with pytest.raises(ValueError, match="METRIC_WORDS"):
+        S.verdict_box([dict(rows[0], metric="new_metric")], "E1")
+    with pytest.raises(ValueError, match="no row"):
+        S.verdict_box(rows, "E4")
 
 
 def test_e1_sentences_follow_the_data(e1_book):
