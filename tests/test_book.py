@@ -520,3 +520,26 @@ def uncaptioned():
     """The notebooks outside CAPTIONED that draw a figure without a caption (for the lead's list)."""
     return [p.relative_to(ROOT).as_posix() for p in NOTEBOOKS
             if p not in CAPTIONED and any(not name for _, name, _, _ in figures(load(p)))]
+
+
+# Chapters whose code is written for the page: every cell a reader sees (not folded with hide-input) is about
+# 20 lines at most and fits the column (88 characters); what builds sentences lives in the package
+# (connlap_lite.findings), so no cell hands an f-string to the page. A chapter joins the list once it does.
+READABLE = [ROOT / "book" / "models" / "reading.ipynb"]
+MAX_LINES, MAX_COLUMNS = 22, 88
+
+
+@pytest.mark.parametrize("path", READABLE, ids=lambda p: p.stem)
+def test_visible_code_is_short_and_fits_the_column(path):
+    import colab_cells
+
+    for k, c in enumerate(load(path)["cells"]):
+        if c["cell_type"] != "code" or "hide-input" in c["metadata"].get("tags", []):
+            continue
+        src = "".join(c["source"])
+        lines = src.split("\n")
+        assert len(lines) <= MAX_LINES, f"{path.name}, cell {k}: {len(lines)} visible lines; split it or fold it"
+        wide = [line for line in lines if len(line) > MAX_COLUMNS and line != colab_cells.COLAB_PARAM]
+        assert not wide, f"{path.name}, cell {k}: lines wider than {MAX_COLUMNS} characters: {wide[:2]}"
+        assert not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
+            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"

@@ -300,3 +300,78 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
                              sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats,
                              n_one=0, edges=edges, headline=headline)["beyond_sink_says"]
     assert f"In some layers of {first} the nulls have no sink column at all" in sinkless and "inf" not in sinkless
+
+
+def _reading_inputs(worst=3e-7, special=False):
+    import torch
+
+    from connlap_lite.adapters import TESTED
+    from connlap_lite.findings import reading as FR
+
+    errors = {"enc": {"T1": [1e-7, 2e-7], "T2": [5e-8, 3e-7]}, "dec": {"T1": [worst, 1e-7, 1e-7], "T2": [1e-7] * 3}}
+    P = torch.tril(torch.ones(40, 40, dtype=torch.float64))
+    P[:, 0] = 20.0                                     # a sink: token 0 takes most of every row
+    walk = FR.walk_facts(P / P.sum(1, keepdim=True), causal=True)
+    T = torch.diag(torch.tensor([2.0] * 60 + [0.0] * 4, dtype=torch.float64))   # rank 60 = G d_h of 64
+    edge = FR.edge_facts(T, (30, 0), (30, 29), torch.linalg.svdvals(T), 30, 2)
+    return dict(errors=errors, tested=TESTED, walk=walk, walk_model="dec", special=special, edge=edge,
+                q4=(0.05, 0.005), null=("dec", 0.01, 0.3), gpu=None,
+                shape={"layers": 32, "heads": 32, "groups": 8, "d": 4096})
+
+
+def test_reading_writes_every_key_from_the_numbers():
+    from connlap_lite.findings import reading as FR
+
+    inputs = _reading_inputs()
+    says = FR.paragraphs(inputs.pop("errors"), **inputs)
+    assert tuple(says) == FR.KEYS
+    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{cite}", "").replace("^{", "")
+               .replace("{-", "").replace("{\\", "").replace("_{", "") for v in says.values())
+    # the summary in plain words: how many layers, how close, no identifiers
+    assert "all 5 attention layers of 2 small pretrained models" in says["reading_summary"]
+    assert "$3.0 \\times 10^{-7}$" in says["reading_summary"] and "33 times inside" in says["reading_summary"]
+    assert "`" not in says["reading_summary"] and "_" not in says["reading_summary"]
+    assert says["reading_errors_take"].startswith("All 5 attention layers of the 2 models")
+    assert "smaller error in 2 of the 5 layers" in says["reading_errors"]
+    assert says["reading_families"].count("`") == 2 * len(inputs["tested"])
+    assert "an ordinary word" in says["reading_sink_says"] and "*attention sink*" in says["reading_sink_says"]
+    assert "60 singular values above" in says["reading_edge_says"] and "exactly the bound $G d_h$" in says["reading_edge_says"]
+    assert "the other 4 are smaller" in says["reading_edge_says"]
+    assert "copy a coordinate" in says["reading_edge_says"]
+    assert "a sink edge" in says["reading_edge_choice"]
+    assert "10 times less" in says["reading_q4_says"] and "30 times closer" in says["reading_null_says"]
+    assert "has no `benchmarks/results/gpu_8b.json`" in says["reading_gpu_note"]
+    assert says["reading_8b_shape"] == "32 layers, 32 heads, 8 key/value groups, width 4096"
+
+
+def test_reading_sentences_change_when_the_data_do():
+    from connlap_lite.findings import reading as FR
+
+    inputs = _reading_inputs(worst=2e-5, special=True)
+    errors = inputs.pop("errors")
+    says = FR.paragraphs(errors, **inputs)
+    assert "misses by $2.0 \\times 10^{-5}$" in says["reading_summary"]
+    assert says["reading_errors_take"].startswith("1 of the 5 attention layers miss")
+    assert "above the tolerance" in says["reading_errors"]
+    assert "ordinary word" not in says["reading_sink_says"]
+    assert "moves no less" in FR.q4_says(0.01, 0.02)
+    assert "not closer to uniform" in FR.null_says("m", 0.3, 0.2)
+    assert "1.5 times closer" in FR.null_says("m", 0.2, 0.3) and "no trained distance" in FR.null_says("m", 0.2, None)
+    assert "say *not run*" not in FR.gpu_note({"status": "not run", "runs": []})
+    assert "says *not run*" in FR.gpu_note({"status": "not run", "runs": []})
+    assert "measured on H100" in FR.gpu_note({"runs": [1], "device": "H100", "machine": {"date_utc": "2026-12-02T00"}})
+    assert "does not point to token 0" in FR.edge_choice(dict(inputs["edge"], heaviest=(9, 4)))
+    with pytest.raises(ValueError, match="errors must map"):
+        FR.summary({"m": {"T1": [1e-7]}})
+
+
+def test_reading_walk_facts_of_a_uniform_walk():
+    import torch
+
+    from connlap_lite.findings import reading as FR
+
+    U = torch.tril(torch.ones(30, 30, dtype=torch.float64))
+    f = FR.walk_facts(U / U.sum(1, keepdim=True), causal=True)
+    assert abs(f["recent"] - f["even"]) < 1e-12 and f["sink"] < 0.3
+    assert FR.walk_facts(torch.full((30, 30), 1 / 30, dtype=torch.float64), causal=False)["recent"] is None
+

@@ -13,5 +13,6 @@ module         chapter
 ``scorecard``  *Replication scorecard*
 ``known``      *Known results, reproduced*
 ``beyond``     *Beyond E1-E3*
+``reading``    *Reading a real transformer as a connection walk*
 =============  ===========================
 """
