@@ -375,3 +375,24 @@ def test_reading_walk_facts_of_a_uniform_walk():
     assert abs(f["recent"] - f["even"]) < 1e-12 and f["sink"] < 0.3
     assert FR.walk_facts(torch.full((30, 30), 1 / 30, dtype=torch.float64), causal=False)["recent"] is None
 
+
+def test_performance_opening_follows_the_records():
+    from connlap_lite.findings import performance as FP
+
+    def records(growth):
+        E = {"pretrained": [{"ratio": {"walks": 1.2}}], "growth": {"walks": growth, "floor": 5.0},
+             "layers": [{"n_layer": 2, "peak_in_layers": {"walks": 1.5, "floor": 3.0}},
+                        {"n_layer": 8, "peak_in_layers": {"walks": 1.5 * growth, "floor": 15.0}}],
+             "goals": [{"met": True}, {"met": None}]}
+        W = {"rows": [{"n": 512, "ratio": {"apply/torch": 0.5, "walk/torch": 2.0}}], "goals": [{"met": False}]}
+        S = {"rows": [{"N": 65536, "arpack_seconds": 3.0}], "dense_largest_N": 4096, "goals": [{"met": True}]}
+        return {"extraction": E, "walk_apply": W, "spectra": S}
+
+    flat, growing = FP.paragraphs(records(1.0)), FP.paragraphs(records(3.0))
+    assert tuple(flat) == FP.KEYS
+    assert "stays flat" in flat["perf_summary"] and "grows by a factor 3.00" in growing["perf_summary"]
+    assert "Of the 3 performance goals that were run, 2 are met" in flat["perf_summary"]   # not run: not counted
+    assert "about the same memory" in flat["perf_depth_take"] and "growing with depth" in growing["perf_depth_take"]
+    assert "0.50 times as long" in flat["perf_apply_take"] and "$nd = 65,536$ in 3 s" in flat["perf_spectra_take"]
+    with pytest.raises(ValueError, match="spectra"):
+        FP.paragraphs({k: v for k, v in records(1.0).items() if k != "spectra"})
