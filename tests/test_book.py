@@ -543,3 +543,19 @@ def test_visible_code_is_short_and_fits_the_column(path):
         assert not wide, f"{path.name}, cell {k}: lines wider than {MAX_COLUMNS} characters: {wide[:2]}"
         assert not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
             f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"
+
+
+def test_the_preface_previews_the_computed_verdicts():
+    """The preface shows the scorecard's grid as this build computed it (myst-nb pastes a figure another page
+    glued: ```{glue} key``` with :doc:), and types no verdict word itself."""
+    from connlap_lite.verdicts import VERDICTS
+
+    intro = (ROOT / "book" / "intro.md").read_text()
+    pastes = re.findall(r"^```\{glue\} (\S+)\n:doc: (\S+)\n```$", intro, re.M)
+    assert ("scorecard_grid_fig", "empirical/scorecard.ipynb") in pastes, "the preface previews no finding"
+    for key, doc in pastes:
+        nb = ROOT / "book" / doc
+        assert nb.is_file(), f"intro.md pastes from {doc}, which is not there"
+        assert key in glued_keys("\n".join(cells(load(nb), "code"))), f"{doc} glues no {key!r}"
+    typed = [w for w in VERDICTS if re.search(rf"\b{w}\b", intro)]
+    assert not typed, f"intro.md types verdict words {typed}: paste what the build computed instead"
