@@ -559,3 +559,26 @@ def test_the_preface_previews_the_computed_verdicts():
         assert key in glued_keys("\n".join(cells(load(nb), "code"))), f"{doc} glues no {key!r}"
     typed = [w for w in VERDICTS if re.search(rf"\b{w}\b", intro)]
     assert not typed, f"intro.md types verdict words {typed}: paste what the build computed instead"
+
+
+# Chapters that open with what they show: under the title, a glued plain-words summary, then the glued main
+# figure, then (where the chapter judges a claim) the verdict box, all before the first section. The theory
+# chapters join the list once their openings do.
+OPENING = sorted(set(VERDICT_CHAPTERS) | {ROOT / "book" / "models" / "reading.ipynb",
+                                           ROOT / "book" / "interactive" / "explorers.ipynb",
+                                           ROOT / "book" / "appendix" / "performance.ipynb"})
+
+
+@pytest.mark.parametrize("path", OPENING, ids=lambda p: p.stem)
+def test_chapter_opens_with_summary_then_figure_then_verdict(path):
+    first = cells(load(path), "markdown")[0]
+    opening = first.split("\n## ")[0]
+    title = opening.index("\n# ")
+    figure = opening.find("{glue:figure}")
+    assert figure > title, f"{path.name}: no main figure ({{glue:figure}}) in the opening"
+    before = opening[title:figure]
+    summary = re.search(r"```\{glue:md\} \w+", before) or re.search(r"^[A-Z][^\n]{60,}$", before, re.M)
+    assert summary, f"{path.name}: no plain-words summary between the title and the main figure"
+    box = opening.find(":::{admonition}")
+    if path in VERDICT_CHAPTERS:
+        assert box > figure, f"{path.name}: the verdict box comes after the main figure"
