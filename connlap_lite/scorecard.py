@@ -213,39 +213,84 @@ def rule_changes_markdown(changes: list[dict]) -> str:
     return "\n".join(lines)
 
 
+# The verdict boxes' plain words: each claim as a sentence, each registered metric as what it measures.
+CLAIM_WORDS = {"E1": "Attention settles into stable operators with depth",
+               "E2": "Transports become close to scaled isometries",
+               "E3": "Both grow stronger with model size"}
+METRIC_WORDS = {
+    "tv_norm_nosink": "the distance between consecutive layers' walks, attention sinks left out",
+    "head_defect": "how far each head's transport is from a scaled isometry",
+    "head_defect, data_defect_nosink": "how far each head's transport, and each layer's transport on the "
+                                       "passages (attention sinks left out), is from a scaled isometry",
+}
+
+
+def _plain(words: dict, key: str, what: str) -> str:
+    if key not in words:
+        raise ValueError(f"no plain words for the {what} {key!r}: add them to connlap_lite.scorecard's "
+                         f"{'CLAIM_WORDS' if what == 'claim' else 'METRIC_WORDS'} (it has {sorted(words)})")
+    return words[key]
+
+
+def _on(row: dict) -> str:
+    """'the encoder' or 'the 3 decoders'."""
+    k = len(row.get("models", [])) or 1
+    return f"the {row['structure']}" if k == 1 else f"the {k} {row['structure']}s"
+
+
 def verdict_box(rows: list[dict], claim: str, table: dict | None = None, what: str = "model-metric pairs") -> str:
     """The opening verdict box of an empirical chapter, in Markdown, written from computed verdicts only.
 
-    One line per structure from the scorecard ``rows`` of ``claim`` (with each model's verdict where the
-    row has them), and, if the chapter has a finer table of its own (``{key: verdict}``, of ``what``), how
-    many of its entries got each verdict.  A chapter glues this text, so its box cannot contradict its numbers.
+    The claim in plain words (:data:`CLAIM_WORDS`), what judges it (:data:`METRIC_WORDS`), and one line per
+    structure from the scorecard ``rows`` of ``claim``, with each model's verdict where the row has them.
+    The metric's identifier and, if the chapter has a finer table of its own (``{key: verdict}``, of
+    ``what``), how many of its entries got each verdict, are folded away under the lines.  A chapter glues
+    this text, so its box cannot contradict its numbers.
 
     Examples
     --------
-    >>> rows = [{"claim": "E2", "structure": "decoder", "metric": "head_defect, data_defect",
+    >>> rows = [{"claim": "E2", "structure": "decoder", "metric": "head_defect", "models": ["a"],
     ...          "verdict": "does not hold", "per_model": [{"model": "a", "verdict": "does not hold"}]}]
     >>> print(verdict_box(rows, "E2", {"a/head": "does not hold", "a/data": "holds"}))
-    - **E2, decoder** (`head_defect, data_defect`): **does not hold** (a: does not hold)
-    - the chapter's table of 2 model-metric pairs: *holds* 1, *does not hold* 1
+    **Transports become close to scaled isometries**, judged by how far each head's transport is from a scaled isometry:
+    <BLANKLINE>
+    - on the decoder: **does not hold** (a: does not hold)
+    <BLANKLINE>
+    ```{dropdown} The metric by name, and the chapter's table
+    Metric `head_defect`. The chapter's table of 2 model-metric pairs: *holds* 1, *does not hold* 1.
+    ```
     """
-    lines = []
-    for r in rows:
-        if r["claim"] != claim:
-            continue
-        who = "; ".join(f"{x['model']}: {x['verdict']}" for x in r.get("per_model", []))
-        lines.append(f"- **{claim}, {r['structure']}** (`{r['metric']}`): **{r['verdict']}**"
-                     + (f" ({who})" if who else ""))
-    if not lines:
+    mine = [r for r in rows if r["claim"] == claim]
+    if not mine:
         raise ValueError(f"claim {claim!r} has no row in the scorecard rows given; claims there: "
                          f"{sorted({r['claim'] for r in rows})}")
+    by_metric: dict[str, list[dict]] = {}
+    for r in mine:
+        by_metric.setdefault(r["metric"], []).append(r)
+
+    def verdict(r: dict) -> str:
+        who = "; ".join(f"{x['model']}: {x['verdict']}" for x in r.get("per_model", []))
+        return f"**{r['verdict']}**" + (f" ({who})" if who else "")
+
+    head = f"**{_plain(CLAIM_WORDS, claim, 'claim')}**"
+    if len(by_metric) == 1:
+        ((metric, group),) = by_metric.items()
+        lines = [f"{head}, judged by {_plain(METRIC_WORDS, metric, 'metric')}:", ""]
+        lines += [f"- on {_on(r)}: {verdict(r)}" for r in group]
+    else:
+        lines = [f"{head}:", ""]
+        lines += [f"- judged by {_plain(METRIC_WORDS, metric, 'metric')}: "
+                  + "; ".join(f"{verdict(r)} on {_on(r)}" for r in group) for metric, group in by_metric.items()]
+    detail = ("Metric " if len(by_metric) == 1 else "Metrics ") + ", ".join(f"`{m}`" for m in by_metric) + "."
     if table:
         counts: dict[str, int] = {}
         for v in table.values():
             counts[v] = counts.get(v, 0) + 1
         order = sorted(counts, key=lambda v: (not v.startswith("holds"), not v.startswith("partly"), v))
-        lines.append(f"- the chapter's table of {len(table)} {what}: "
-                     + ", ".join(f"*{v}* {counts[v]}" for v in order))
-    return "\n".join(lines)
+        detail += (f" The chapter's table of {len(table)} {what}: "
+                   + ", ".join(f"*{v}* {counts[v]}" for v in order) + ".")
+    title = "The metric by name" + (", and the chapter's table" if table else "")
+    return "\n".join(lines + ["", f"```{{dropdown}} {title}", detail, "```"])
 
 
 def glue_verdict(name: str, markdown: str) -> None:

@@ -60,9 +60,15 @@ def test_install_cell_names_the_configured_repository(path):
     nb = load(path)
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     src = "".join(first["source"])
-    assert "hide-output" in first["metadata"].get("tags", []), f"{path.name}: first code cell must be tagged hide-output"
     repo = CONFIG["repository"]["url"]
     fix = "run `.venv/bin/python tools/colab_cells.py` to rewrite the set-up cell"
+    # folded, input and output, under a one-line note saying what it does (the toggle's label, myst-nb's
+    # code_prompt_show), as the preface and the teaching page say
+    tags = first["metadata"].get("tags", [])
+    assert {"hide-input", "hide-output"} <= set(tags), f"{path.name}: fold the set-up cell (hide-input, hide-output); {fix}"
+    note = first["metadata"].get("mystnb", {}).get("code_prompt_show", "")
+    assert note.startswith("Set-up: ") and "seeds" in note and "{type}" in note and "\n" not in note, \
+        f"{path.name}: the folded set-up cell needs its one-line note (code_prompt_show); {fix}"
     # Colab, or a reader who names an install source in $CONNLAP_LITE_SOURCE, and only they, install
     # (tools/colab_cells.py writes this cell; rerun it after a change); the default source is the repository
     assert f'SOURCE = os.environ.get("CONNLAP_LITE_SOURCE", "git+{repo}")' in src, \
@@ -94,19 +100,57 @@ def test_install_cell_names_the_configured_repository(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_empirical_pages_state_the_corpora_and_their_digests(path):
-    """Every page that measures passages names the corpora they come from by the digests of the package data."""
+    """Every page that measures passages names the corpora they come from (those its code measures, and only
+    those) by the digests of the package data."""
     import colab_cells
     from connlap_lite import text
 
-    first = cells(load(path), "markdown")[0]
+    nb = load(path)
+    first = cells(nb, "markdown")[0]
     notes = [line for line in first.splitlines() if line.startswith("*Corpora:*")]
     fix = "run `.venv/bin/python tools/colab_cells.py`"
     if path.parent.name not in ("empirical", "models"):
         assert not notes, f"{path.name} measures no corpus; {fix}"
         return
-    assert notes == [colab_cells.corpora_note()], f"{path.name}: the corpora's line is not the package data's; {fix}"
+    measured = colab_cells.corpora_measured("\n".join(cells(nb, "code")))
+    assert notes == [colab_cells.corpora_note(measured)], f"{path.name}: the corpora's line is not the package data's; {fix}"
     digests = re.findall(r"`(\w+)` \([^)]*digest `([0-9a-f]{16})`\)", notes[0])
-    assert digests == [(name, text.corpus_digest(name)) for name in text.CORPORA], notes[0]
+    assert digests == [(name, text.corpus_digest(name)) for name in measured], notes[0]
+    assert set(measured) <= set(text.CORPORA) and measured[0] == "pydoc"
+
+
+def test_corpora_measured_reads_the_names_in_the_code():
+    import colab_cells
+
+    assert colab_cells.corpora_measured("analyze(m)") == ["pydoc"]
+    assert colab_cells.corpora_measured('for c in ("narrative", "stdlib"): analyze(m, corpus=c)') == \
+        ["pydoc", "stdlib", "narrative"]
+    assert "each one's" in colab_cells.corpora_note(["pydoc", "stdlib"]) and "its source" in colab_cells.corpora_note(["pydoc"])
+    with pytest.raises(ValueError, match="not in corpora.json"):
+        colab_cells.corpora_note(["poetry"])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_what_a_runner_needs_is_folded_below_the_opening(path):
+    """The corpora's and Colab's lines sit in one collapsed box at the end of the chapter's opening (after its
+    summary, main figure and verdict box, before its first section), so the first screen shows the result."""
+    first = cells(load(path), "markdown")[0]
+    lines = first.splitlines()
+    notes = [k for k, line in enumerate(lines) if line.startswith(("*Corpora:*", "*On Colab:*"))]
+    boxes = [k for k, line in enumerate(lines) if line.startswith("```{admonition} Running this chapter yourself")]
+    if not notes:
+        assert not boxes, f"{path.name}: an empty box"
+        return
+    assert len(boxes) == 1 and lines[boxes[0] + 1] == ":class: dropdown note", \
+        f"{path.name}: the corpora's and Colab's lines go into one collapsed box (tools/colab_cells.py)"
+    end = lines.index("```", boxes[0] + 1)
+    assert all(boxes[0] < k < end for k in notes), f"{path.name}: a runner's line outside the box"
+    section = next((k for k, line in enumerate(lines) if line.startswith("## ")), len(lines))
+    assert end < section, f"{path.name}: the box closes the opening, before the first section"
+    above, below = "\n".join(lines[:boxes[0]]), "\n".join(lines[end:section])
+    for marker in ("{glue:md}", "{glue:figure}", ":::{admonition}"):      # summary, main figure, verdict box
+        assert marker not in below, f"{path.name}: the box goes below the opening's {marker}"
+    assert above.count("\n") >= 2, f"{path.name}: the box opens the chapter instead of closing its opening"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -494,3 +538,65 @@ def uncaptioned():
     """The notebooks outside CAPTIONED that draw a figure without a caption (for the lead's list)."""
     return [p.relative_to(ROOT).as_posix() for p in NOTEBOOKS
             if p not in CAPTIONED and any(not name for _, name, _, _ in figures(load(p)))]
+
+
+# Chapters whose code is written for the page: every cell a reader sees (not folded with hide-input) is about
+# 20 lines at most and fits the column (88 characters); what builds sentences lives in the package
+# (connlap_lite.findings), so no cell hands an f-string to the page. A chapter joins the list once it does.
+READABLE = [ROOT / "book" / "models" / "reading.ipynb"]
+MAX_LINES, MAX_COLUMNS = 22, 88
+
+
+@pytest.mark.parametrize("path", READABLE, ids=lambda p: p.stem)
+def test_visible_code_is_short_and_fits_the_column(path):
+    import colab_cells
+
+    for k, c in enumerate(load(path)["cells"]):
+        if c["cell_type"] != "code" or "hide-input" in c["metadata"].get("tags", []):
+            continue
+        src = "".join(c["source"])
+        lines = src.split("\n")
+        assert len(lines) <= MAX_LINES, f"{path.name}, cell {k}: {len(lines)} visible lines; split it or fold it"
+        wide = [line for line in lines if len(line) > MAX_COLUMNS and line != colab_cells.COLAB_PARAM]
+        assert not wide, f"{path.name}, cell {k}: lines wider than {MAX_COLUMNS} characters: {wide[:2]}"
+        assert not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
+            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"
+
+
+def test_the_preface_previews_the_computed_verdicts():
+    """The preface shows the scorecard's grid as this build computed it (myst-nb pastes a figure another page
+    glued: ```{glue} key``` with :doc:), and types no verdict word itself."""
+    from connlap_lite.verdicts import VERDICTS
+
+    intro = (ROOT / "book" / "intro.md").read_text()
+    pastes = re.findall(r"^```\{glue\} (\S+)\n:doc: (\S+)\n```$", intro, re.M)
+    assert ("scorecard_grid_fig", "empirical/scorecard.ipynb") in pastes, "the preface previews no finding"
+    for key, doc in pastes:
+        nb = ROOT / "book" / doc
+        assert nb.is_file(), f"intro.md pastes from {doc}, which is not there"
+        assert key in glued_keys("\n".join(cells(load(nb), "code"))), f"{doc} glues no {key!r}"
+    typed = [w for w in VERDICTS if re.search(rf"\b{w}\b", intro)]
+    assert not typed, f"intro.md types verdict words {typed}: paste what the build computed instead"
+
+
+# Chapters that open with what they show: under the title, a glued plain-words summary, then the glued main
+# figure, then (where the chapter judges a claim) the verdict box, all before the first section. The theory
+# chapters join the list once their openings do.
+OPENING = sorted(set(VERDICT_CHAPTERS) | {ROOT / "book" / "models" / "reading.ipynb",
+                                           ROOT / "book" / "interactive" / "explorers.ipynb",
+                                           ROOT / "book" / "appendix" / "performance.ipynb"})
+
+
+@pytest.mark.parametrize("path", OPENING, ids=lambda p: p.stem)
+def test_chapter_opens_with_summary_then_figure_then_verdict(path):
+    first = cells(load(path), "markdown")[0]
+    opening = first.split("\n## ")[0]
+    title = opening.index("\n# ")
+    figure = opening.find("{glue:figure}")
+    assert figure > title, f"{path.name}: no main figure ({{glue:figure}}) in the opening"
+    before = opening[title:figure]
+    summary = re.search(r"```\{glue:md\} \w+", before) or re.search(r"^[A-Z][^\n]{60,}$", before, re.M)
+    assert summary, f"{path.name}: no plain-words summary between the title and the main figure"
+    box = opening.find(":::{admonition}")
+    if path in VERDICT_CHAPTERS:
+        assert box > figure, f"{path.name}: the verdict box comes after the main figure"

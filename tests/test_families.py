@@ -2,6 +2,7 @@
 model's own eager attention, the walk reproduces the attention module, the stream leaves nothing behind, and
 ``verify`` passes.  Then the adapters' weight layouts one by one (fused QKV, Conv1D, post-norm gains).
 """
+import re
 import sys
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ import tiny_models  # noqa: E402
 from tiny_models import FAMILIES, NEW, build  # noqa: E402
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect  # noqa: E402
-from connlap_lite.adapters import FAMILIES as ADAPTERS, Adapter, adapter_for, describe, gpt_neox  # noqa: E402
+from connlap_lite.adapters import FAMILIES as ADAPTERS, TESTED, Adapter, adapter_for, describe, gpt_neox  # noqa: E402
 from connlap_lite.verify import check, tolerance, verify  # noqa: E402
 
 TOL = 1e-5
@@ -55,6 +56,19 @@ def test_at_least_twelve_families_beyond_the_first_six():
     assert len(NEW) >= 12 and len(FAMILIES) == len(set(FAMILIES))
     kinds = {build(name).config.model_type for name in FAMILIES}
     assert kinds <= set(ADAPTERS)
+
+
+def test_the_tested_families_are_what_the_tests_build():
+    """adapters.TESTED, which the reading chapter and the README list, is exactly the model types built here."""
+    assert TESTED == tuple(build(name).config.model_type for name in FAMILIES)
+    assert set(TESTED) <= set(ADAPTERS)
+
+
+def test_the_readme_lists_the_tested_families():
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    listed = re.search(r"Model types tested on tiny random models[^:]*:(.*?)\.(?:\s|$)", readme, re.S)
+    assert listed, "README: the sentence listing the tested model types is gone"
+    assert tuple(re.findall(r"`([\w-]+)`", listed.group(1))) == TESTED, "README's list is not adapters.TESTED"
 
 
 @pytest.mark.parametrize("name, implementation", CASES)

@@ -77,7 +77,8 @@ def e1_book():
 def test_e1_writes_every_key_in_markdown(e1_book):
     *_, says = e1_book
     assert tuple(says) == F1.KEYS
-    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "") for v in says.values())
+    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{ref}", "").replace("```{dropdown}", "")
+               for v in says.values())
 
 
 def test_e1_report_paragraphs_are_the_chapters_less_the_two_with_measurements_of_their_own(e1_book):
@@ -89,12 +90,32 @@ def test_e1_report_paragraphs_are_the_chapters_less_the_two_with_measurements_of
 
 def test_e1_verdict_words_are_the_rows(e1_book):
     reports, rows, grid, says = e1_book
+    box, folded = says["e1_verdict"].split("```{dropdown}")
     for r in rows:
         if r["claim"] == "E1":
-            assert f"**E1, {r['structure']}** (`tv_norm_nosink`): **{r['verdict']}**" in says["e1_verdict"]
+            assert f"- on {S._on(r)}: **{r['verdict']}**" in box
             assert f"*{r['verdict']}* for the {r['structure']}" in says["e1_summary"]
+    # plain words in the box; the metric's identifier and the per-metric counts folded below them
+    assert box.startswith(f"**{S.CLAIM_WORDS['E1']}**, judged by {S.METRIC_WORDS['tv_norm_nosink']}:")
+    assert "`" not in box and "_" not in box.replace("**", "")
+    assert "`tv_norm_nosink`" in folded and f"table of {len(grid)} model-metric pairs" in folded
     holds = sum(row["verdict"] == "holds" for row in grid.values())
     assert f"E1 holds for {holds} of {len(grid)} model-metric pairs" in says["e1_says"]
+
+
+def test_verdict_box_names_every_claim_and_metric_in_plain_words(e1_book):
+    _, rows, *_ = e1_book
+    for claim in ("E1", "E2", "E3"):
+        box = S.verdict_box(rows, claim).split("```{dropdown}")[0]
+        assert box.startswith(f"**{S.CLAIM_WORDS[claim]}**") and "`" not in box
+        mine = [r for r in rows if r["claim"] == claim]
+        assert all(S.METRIC_WORDS[r["metric"]] in box and f"**{r['verdict']}**" in box for r in mine)
+    e3 = S.verdict_box(rows, "E3")
+    assert e3.count("- judged by ") == len(S.E3_METRICS)             # one line per metric, both structures on it
+    with pytest.raises(ValueError, match="METRIC_WORDS"):
+        S.verdict_box([dict(rows[0], metric="new_metric")], "E1")
+    with pytest.raises(ValueError, match="no row"):
+        S.verdict_box(rows, "E4")
 
 
 def test_e1_sentences_follow_the_data(e1_book):
@@ -463,3 +484,99 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
         gap_stats[m]["null_sinkless"] = True
     gap_says = FB.sink_removal(reports, gaps, gap_stats, sink_stats)
     assert "0 by construction" in gap_says and "five times the nulls'" not in gap_says
+
+
+def _reading_inputs(worst=3e-7, special=False):
+    import torch
+
+    from connlap_lite.adapters import TESTED
+    from connlap_lite.findings import reading as FR
+
+    errors = {"enc": {"T1": [1e-7, 2e-7], "T2": [5e-8, 3e-7]}, "dec": {"T1": [worst, 1e-7, 1e-7], "T2": [1e-7] * 3}}
+    P = torch.tril(torch.ones(40, 40, dtype=torch.float64))
+    P[:, 0] = 20.0                                     # a sink: token 0 takes most of every row
+    walk = FR.walk_facts(P / P.sum(1, keepdim=True), causal=True)
+    T = torch.diag(torch.tensor([2.0] * 60 + [0.0] * 4, dtype=torch.float64))   # rank 60 = G d_h of 64
+    edge = FR.edge_facts(T, (30, 0), (30, 29), torch.linalg.svdvals(T), 30, 2)
+    return dict(errors=errors, tested=TESTED, walk=walk, walk_model="dec", special=special, edge=edge,
+                q4=(0.05, 0.005), null=("dec", 0.01, 0.3), gpu=None,
+                shape={"layers": 32, "heads": 32, "groups": 8, "d": 4096})
+
+
+def test_reading_writes_every_key_from_the_numbers():
+    from connlap_lite.findings import reading as FR
+
+    inputs = _reading_inputs()
+    says = FR.paragraphs(inputs.pop("errors"), **inputs)
+    assert tuple(says) == FR.KEYS
+    assert all(isinstance(v, str) and v.strip() and "{" not in v.replace("{cite}", "").replace("^{", "")
+               .replace("{-", "").replace("{\\", "").replace("_{", "") for v in says.values())
+    # the summary in plain words: how many layers, how close, no identifiers
+    assert "all 5 attention layers of 2 small pretrained models" in says["reading_summary"]
+    assert "$3.0 \\times 10^{-7}$" in says["reading_summary"] and "33 times inside" in says["reading_summary"]
+    assert "`" not in says["reading_summary"] and "_" not in says["reading_summary"]
+    assert says["reading_errors_take"].startswith("All 5 attention layers of the 2 models")
+    assert "smaller error in 2 of the 5 layers" in says["reading_errors"]
+    assert says["reading_families"].count("`") == 2 * len(inputs["tested"])
+    assert "an ordinary word" in says["reading_sink_says"] and "*attention sink*" in says["reading_sink_says"]
+    assert "60 singular values above" in says["reading_edge_says"] and "exactly the bound $G d_h$" in says["reading_edge_says"]
+    assert "the other 4 are smaller" in says["reading_edge_says"]
+    assert "copy a coordinate" in says["reading_edge_says"]
+    assert "a sink edge" in says["reading_edge_choice"]
+    assert "10 times less" in says["reading_q4_says"] and "30 times closer" in says["reading_null_says"]
+    assert "has no `benchmarks/results/gpu_8b.json`" in says["reading_gpu_note"]
+    assert says["reading_8b_shape"] == "32 layers, 32 heads, 8 key/value groups, width 4096"
+
+
+def test_reading_sentences_change_when_the_data_do():
+    from connlap_lite.findings import reading as FR
+
+    inputs = _reading_inputs(worst=2e-5, special=True)
+    errors = inputs.pop("errors")
+    says = FR.paragraphs(errors, **inputs)
+    assert "misses by $2.0 \\times 10^{-5}$" in says["reading_summary"]
+    assert says["reading_errors_take"].startswith("1 of the 5 attention layers miss")
+    assert "above the tolerance" in says["reading_errors"]
+    assert "ordinary word" not in says["reading_sink_says"]
+    assert "moves no less" in FR.q4_says(0.01, 0.02)
+    assert "not closer to uniform" in FR.null_says("m", 0.3, 0.2)
+    assert "1.5 times closer" in FR.null_says("m", 0.2, 0.3) and "no trained distance" in FR.null_says("m", 0.2, None)
+    assert "say *not run*" not in FR.gpu_note({"status": "not run", "runs": []})
+    assert "says *not run*" in FR.gpu_note({"status": "not run", "runs": []})
+    assert "measured on H100" in FR.gpu_note({"runs": [1], "device": "H100", "machine": {"date_utc": "2026-12-02T00"}})
+    assert "does not point to token 0" in FR.edge_choice(dict(inputs["edge"], heaviest=(9, 4)))
+    with pytest.raises(ValueError, match="errors must map"):
+        FR.summary({"m": {"T1": [1e-7]}})
+
+
+def test_reading_walk_facts_of_a_uniform_walk():
+    import torch
+
+    from connlap_lite.findings import reading as FR
+
+    U = torch.tril(torch.ones(30, 30, dtype=torch.float64))
+    f = FR.walk_facts(U / U.sum(1, keepdim=True), causal=True)
+    assert abs(f["recent"] - f["even"]) < 1e-12 and f["sink"] < 0.3
+    assert FR.walk_facts(torch.full((30, 30), 1 / 30, dtype=torch.float64), causal=False)["recent"] is None
+
+
+def test_performance_opening_follows_the_records():
+    from connlap_lite.findings import performance as FP
+
+    def records(growth):
+        E = {"pretrained": [{"ratio": {"walks": 1.2}}], "growth": {"walks": growth, "floor": 5.0},
+             "layers": [{"n_layer": 2, "peak_in_layers": {"walks": 1.5, "floor": 3.0}},
+                        {"n_layer": 8, "peak_in_layers": {"walks": 1.5 * growth, "floor": 15.0}}],
+             "goals": [{"met": True}, {"met": None}]}
+        W = {"rows": [{"n": 512, "ratio": {"apply/torch": 0.5, "walk/torch": 2.0}}], "goals": [{"met": False}]}
+        S = {"rows": [{"N": 65536, "arpack_seconds": 3.0}], "dense_largest_N": 4096, "goals": [{"met": True}]}
+        return {"extraction": E, "walk_apply": W, "spectra": S}
+
+    flat, growing = FP.paragraphs(records(1.0)), FP.paragraphs(records(3.0))
+    assert tuple(flat) == FP.KEYS
+    assert "stays flat" in flat["perf_summary"] and "grows by a factor 3.00" in growing["perf_summary"]
+    assert "Of the 3 performance goals that were run, 2 are met" in flat["perf_summary"]   # not run: not counted
+    assert "about the same memory" in flat["perf_depth_take"] and "growing with depth" in growing["perf_depth_take"]
+    assert "0.50 times as long" in flat["perf_apply_take"] and "$nd = 65,536$ in 3 s" in flat["perf_spectra_take"]
+    with pytest.raises(ValueError, match="spectra"):
+        FP.paragraphs({k: v for k, v in records(1.0).items() if k != "spectra"})

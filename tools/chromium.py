@@ -1,6 +1,7 @@
 """Debian's headless Chromium for the built book: a loopback server for a site folder, a browser driven
 through its own chromedriver, the script that inspects a page as a reader sees it, the one that finds
-content wider than its column, and a screenshot of the whole page as a reader sees it. Shared by the
+content wider than its column, the one that says what a chapter's first screen holds, and screenshots of
+the whole page and of its first screen as a reader sees them. Shared by the
 browser test (tests/browser) and the PDF of the book (tools/book_pdf.py, `make pdf`); `make chromium`
 installs both programs where they are missing.
 """
@@ -162,20 +163,57 @@ return found;
 """
 
 
+# Runs in the page, at the reader's first screen (scrolled to the top): where the chapter's summary (the first
+# paragraph of prose under the title, outside figures, boxes and cells), its first figure and its set-up cell
+# are, in CSS pixels from the top of the page. The summary's code spans with an underscore are identifiers
+# (tv_norm_nosink) a plain summary should not need.
+FIRST_SCREEN = r"""
+const col = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+const where = el => { const r = el.getBoundingClientRect();
+                      return {top: Math.round(r.top + window.scrollY), bottom: Math.round(r.bottom + window.scrollY)}; };
+const prose = [...col.querySelectorAll("p")].filter(p =>
+  !p.closest("figure, .admonition, details, div.cell, nav, table, li") && p.innerText.trim().length >= 80);
+const summary = prose[0];
+const figure = col.querySelector("figure");
+const cell = col.querySelector("div.cell");
+const input = cell && cell.querySelector(".cell_input");
+return {
+  summary: summary ? {...where(summary), text: summary.innerText.trim().slice(0, 120),
+                      identifiers: [...summary.querySelectorAll("code")].map(c => c.innerText).filter(t => t.includes("_"))}
+                   : null,
+  figure: figure ? {...where(figure), caption: (figure.querySelector("figcaption") || figure).innerText.trim().slice(0, 80)}
+                 : null,
+  setup: cell ? {folded: Boolean(input && input.closest("details") && !input.closest("details").open),
+                 note: (cell.querySelector("summary") || {innerText: ""}).innerText.trim().slice(0, 120)} : null,
+};
+"""
+
+
+@contextlib.contextmanager
+def viewport(driver, width: int, height: int):
+    """Lay the page out in a ``width`` x ``height`` window (as a reader's browser would), scrolled to the top."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        driver.execute_script("window.scrollTo(0, 0)")
+        yield driver
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def capture(driver, path: Path) -> Path:
+    """A PNG of what the window shows now."""
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "fromSurface": True})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+    return path
+
+
 def screenshot(driver, path: Path, width: int = WIDTH) -> Path:
     """A PNG of the whole page as a reader's ``width``-pixel window shows it: the sidebar, the text column
     and every line start where the reader sees them. The window is made as tall as the page (so nothing is
     laid out at another width), captured in one piece, and set back."""
     height = driver.execute_script(
         "return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
-    height = min(int(height), 30000)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-    try:
-        driver.execute_script("window.scrollTo(0, 0)")
-        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "fromSurface": True})
-    finally:
-        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(base64.b64decode(shot["data"]))
-    return path
+    with viewport(driver, width, min(int(height), 30000)):
+        return capture(driver, path)

@@ -7,10 +7,15 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
 * puts an "Open in Colab" badge under the title of the first markdown cell, linking to
   ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<path>``, built from
   ``repository`` in ``_config.yml`` (the one place the repository is named);
-* in notebooks that load the offline models, adds one line under the badge saying how Colab gets them;
-* on each empirical page (``book/empirical``, ``book/models``), adds one line under the badge naming the
-  corpora its passages come from and their digests, read from the package data (``connlap_lite/corpora``);
-* rewrites the first code cell (tagged ``hide-output``): on Colab (``"google.colab" in sys.modules``)
+* where a reader who runs the chapter needs to know more, puts it in one collapsed box (a dropdown
+  admonition titled :data:`RUN_TITLE`) at the end of the chapter's opening, just before its first section,
+  so that the summary, the main figure and the verdict box stay on the first screen: in notebooks that load
+  the offline models, one line saying how Colab gets them; on each empirical page (``book/empirical``,
+  ``book/models``), one line naming the corpora its passages come from (the default corpus and any other
+  the code names), with their digests read from the package data (``connlap_lite/corpora``);
+* rewrites the first code cell and folds it, input and output (tags ``hide-input`` and ``hide-output``),
+  under a one-line note that says what it does (myst-nb's ``code_prompt_show``):
+  on Colab (``"google.colab" in sys.modules``)
   it installs connlap_lite from the repository (or from ``$CONNLAP_LITE_SOURCE`` where that is set, which
   also asks for the install outside Colab: tests/reader and make colab point it at the wheel they built),
   keeping the versions of torch, numpy and ipywidgets the runtime already has (each named at its installed
@@ -52,6 +57,13 @@ MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
 COLAB_NOTE = "*On Colab:*"
 CPU_PARAM = 'DEVICE = "cpu"'
 COLAB_PARAM = 'DEVICE = DEVICE if "google.colab" in sys.modules else "cpu"   # make test and make book: the CPU'
+# the collapsed box that holds the corpora's and Colab's lines, and the set-up cell's one-line note
+RUN_TITLE = "Running this chapter yourself"
+RUN_OPEN = f"```{{admonition}} {RUN_TITLE}"
+SETUP_TAGS = ("hide-input", "hide-output")
+SETUP_NOTE = ("Set-up: on Colab it installs the package{what}; it fixes the seeds and picks the device "
+              "(show the {{type}})")
+SETUP_HIDE = "Set-up (hide the {type})"
 
 
 def colab_url(path: Path) -> str:
@@ -119,12 +131,39 @@ def colab_note(measures: bool) -> str:
             "there is one.")
 
 
-def corpora_note() -> str:
-    """The line that names the corpora and their digests, from the package data."""
+def default_corpus() -> str:
+    """The corpus ``connlap_lite.text.passages`` reads when a chapter names none."""
+    import inspect
+
+    from connlap_lite import text
+    return inspect.signature(text.passages).parameters["corpus"].default
+
+
+def corpora_measured(code: str) -> list[str]:
+    """The corpora a chapter's code measures: the default one, and every other it names as a string, in the
+    package data's order."""
     meta = json.loads(CORPORA_JSON.read_text())
-    named = ", ".join(f"`{name}` ({m['title']}, digest `{m['digest']}`)" for name, m in meta.items())
-    return (f"{CORPORA_NOTE} the passages come from texts that ship with connlap_lite, the same on every Python: "
-            f"{named}; `connlap_lite.text.corpus_card(name)` gives each one's source, release and licence.")
+    named = set(re.findall(r"[\"']([a-z]+)[\"']", code)) | {default_corpus()}
+    return [name for name in meta if name in named]
+
+
+def corpora_note(corpora: list[str] | None = None) -> str:
+    """The line that names ``corpora`` (default: every corpus) and their digests, from the package data."""
+    meta = json.loads(CORPORA_JSON.read_text())
+    chosen = list(meta) if corpora is None else corpora
+    unknown = [c for c in chosen if c not in meta]
+    if unknown:
+        raise ValueError(f"corpora {unknown} are not in {CORPORA_JSON.name}; known: {list(meta)}")
+    named = ", ".join(f"`{name}` ({meta[name]['title']}, digest `{meta[name]['digest']}`)" for name in chosen)
+    texts, its = ("texts that ship", "each one's") if len(chosen) > 1 else ("a text that ships", "its")
+    return (f"{CORPORA_NOTE} the passages come from {texts} with connlap_lite, the same on every Python: "
+            f"{named}; `connlap_lite.text.corpus_card(name)` gives {its} source, release and licence.")
+
+
+def run_box(lines: list[str]) -> list[str]:
+    """The collapsed box (a dropdown admonition) that holds ``lines``, one paragraph each."""
+    body = [x for line in lines for x in (line, "")][:-1]
+    return [RUN_OPEN, ":class: dropdown note", ""] + body + ["```"]
 
 
 def as_source(text: str) -> list[str]:
@@ -136,19 +175,39 @@ def is_empirical(path: Path) -> bool:
     return path.parent.relative_to(ROOT).as_posix() in EMPIRICAL
 
 
-def edit_first_markdown(src: str, path: Path, needs_models: bool, measures: bool = False) -> str:
-    lines = src.split("\n")
+def _without_box(lines: list[str]) -> list[str]:
+    """``lines`` less the collapsed box this script wrote (and the blank line after it)."""
+    if RUN_OPEN not in lines:
+        return lines
+    start = lines.index(RUN_OPEN)
+    end = lines.index("```", start + 1)
+    if end + 1 < len(lines) and lines[end + 1] == "":
+        end += 1
+    return lines[:start] + lines[end + 1:]
+
+
+def edit_first_markdown(src: str, path: Path, needs_models: bool, measures: bool = False,
+                        corpora: list[str] | None = None) -> str:
+    lines = _without_box(src.split("\n"))
     lines = [l for l in lines if not l.startswith((f"[![{BADGE_ALT}]", COLAB_NOTE, CORPORA_NOTE))]
-    # the blank lines the removed badge and note leave behind the title
+    # the blank lines the removed badge and notes leave behind the title
     title = next((i for i, l in enumerate(lines) if l.startswith("# ")), None)
     if title is None:
         raise ValueError(f"{path}: the first markdown cell has no '# ' title to put the Colab badge under")
     while title + 1 < len(lines) and lines[title + 1] == "":
         del lines[title + 1]
-    extra = [badge(path)] + ([corpora_note()] if is_empirical(path) else []) + \
+    lines[title + 1:title + 1] = ["", badge(path), ""]
+    notes = ([corpora_note(corpora)] if is_empirical(path) else []) + \
         ([colab_note(measures)] if needs_models else [])
-    insert = [""] + [x for e in extra for x in (e, "")]
-    lines[title + 1:title + 1] = insert
+    if notes:
+        # at the end of the opening: before the first section, or at the end of the cell
+        section = next((i for i, l in enumerate(lines) if l.startswith("## ")), len(lines))
+        head, tail = lines[:section], lines[section:]
+        while head[-1] == "":
+            head.pop()
+        while tail and tail[0] == "":
+            tail.pop(0)
+        lines = head + [""] + run_box(notes) + ([""] + tail if tail else [])
     return "\n".join(lines)
 
 
@@ -160,12 +219,16 @@ def apply(path: Path) -> bool:
     needs_models = bool(MODEL_USE.search(code))
     md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
     measures = "analyze(" in code
-    md["source"] = as_source(edit_first_markdown("".join(md["source"]), path, needs_models, measures))
+    corpora = corpora_measured(code) if is_empirical(path) else None
+    md["source"] = as_source(edit_first_markdown("".join(md["source"]), path, needs_models, measures, corpora))
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     first["source"] = as_source(setup_cell(needs_models))
-    tags = first.setdefault("metadata", {}).setdefault("tags", [])
-    if "hide-output" not in tags:
-        tags.append("hide-output")
+    meta = first.setdefault("metadata", {})
+    tags = meta.setdefault("tags", [])
+    tags += [t for t in SETUP_TAGS if t not in tags]
+    meta.setdefault("mystnb", {}).update(
+        code_prompt_show=SETUP_NOTE.format(what=" and the offline models" if needs_models else ""),
+        code_prompt_hide=SETUP_HIDE)
     for c in nb["cells"]:
         if c["cell_type"] == "code" and "parameters" in c.get("metadata", {}).get("tags", []):
             src = "".join(c["source"])

@@ -59,6 +59,14 @@ FAMILIES: dict[str, ModuleType] = {
     **{kind: llama for kind in llama.TYPES},
 }
 
+# The model types the package's tests build as tiny random models and check layer by layer (walk against the
+# module's own output, every attention implementation, ``verify``): the families the book calls *tested*.
+# tests/test_families.py asserts that this is exactly what tests/tiny_models.py builds, so the two cannot drift;
+# FAMILIES may map more types (the same weight layout under another name) than are tested.
+TESTED = ("gpt2", "bert", "roberta", "gpt_neox", "llama", "mistral", "qwen2", "gemma3_text", "qwen3", "olmo2",
+          "olmo", "cohere", "stablelm", "phi", "phi3", "granite", "starcoder2", "helium", "smollm3", "gemma2",
+          "mixtral", "qwen2_moe", "olmoe", "gpt_oss", "distilbert", "electra")
+
 
 def supported() -> str:
     """The supported model types, one group per adapter (its types joined by "/")."""

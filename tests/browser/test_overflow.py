@@ -59,3 +59,31 @@ def test_the_pdf_shrinks_a_table_that_can_fit_and_fails_one_that_cannot(driver, 
     far = "<table style='width:%dpx'><tr><td>a</td></tr></table>" % (3 * book_pdf.COLUMN_PX)
     open_page(driver, tmp_path, far, column=book_pdf.COLUMN_PX)
     assert [f["kind"] for f in book_pdf.too_wide(driver)] == ["table"]
+
+
+FIRST_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>body {{ margin: 0; }}</style></head>
+<body><article class="bd-article"><section><h1>A chapter</h1>
+<p><a href="#"><img alt="badge" src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"></a></p>
+<p>{summary}</p><div style="height:{gap}px"></div>
+<figure><img style="width:300px;height:200px" src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7">
+<figcaption>A caption that says what the figure shows.</figcaption></figure>
+<div class="cell"><details class="hide"><summary>Set-up: installs the package (show the source)</summary>
+<div class="cell_input"><pre>import os</pre></div></details></div>
+</section></article></body></html>"""
+PLAIN = "A plain summary of what this chapter finds, in words that a student reads without the code at hand."
+
+
+@pytest.mark.parametrize("summary, gap, problem", [
+    (PLAIN, 0, None),
+    (PLAIN, 2000, "figure"),                                           # the figure below the first screen
+    (PLAIN.replace("words", "<code>tv_norm_nosink</code>"), 0, "identifier"),
+])
+def test_first_screen_finds_the_summary_the_figure_and_the_folded_set_up(driver, tmp_path, summary, gap, problem):
+    (tmp_path / "p.html").write_text(FIRST_PAGE.format(summary=summary, gap=gap))
+    driver.get((tmp_path / "p.html").as_uri())
+    with chromium.viewport(driver, chromium.WIDTH, 800):
+        seen = driver.execute_script(chromium.FIRST_SCREEN)
+    assert seen["summary"]["text"].startswith("A plain summary") and seen["summary"]["top"] < 800
+    assert seen["setup"] == {"folded": True, "note": "Set-up: installs the package (show the source)"}
+    assert (seen["figure"]["top"] >= 800) == (problem == "figure")
+    assert bool(seen["summary"]["identifiers"]) == (problem == "identifier")

@@ -8,6 +8,11 @@ than the text column or hidden behind a horizontal scroll (at the reader's 1280 
 the Colab launch button. A screenshot of each whole page as a 1280-px window shows it (the sidebar and every
 line start in view) goes to _build/screenshots/<page>.png.
 
+Every chapter (a notebook page) must also open with what it shows: in the reader's first screen (1280 x 800,
+scrolled to the top) its plain-words summary (the first paragraph of prose, with no identifier in it) and at
+least the top of its main figure, with the set-up cell's code folded under its one-line note. That first
+screen goes to _build/screenshots/first/<page>.png.
+
     CONNLAP_SITE=_build/strict/_build/html .venv/bin/python -m pytest -q tests/browser
 """
 import os
@@ -138,4 +143,35 @@ def test_page_renders(page, site, browser):
                  f"{(Path(repo.get('path_to_book') or '') / page).as_posix()}.ipynb")
         if colab not in seen["launch"]:
             problems.append(f"no Colab launch button to {colab} (launch buttons: {seen['launch']})")
+    assert not problems, f"{page} ({path.relative_to(ROOT)}):\n  " + "\n  ".join(problems)
+
+
+FIRST = (chromium.WIDTH, 800)          # the reader's first screen
+CHAPTERS = [page for page in PAGES if (ROOT / f"{page}.ipynb").is_file()]
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_first_screen_shows_what_the_chapter_found(page, site, browser):
+    browser.get(site + f"{page}.html")
+    browser.execute_async_script(INSPECT)                          # math typeset, images loaded
+    with chromium.viewport(browser, *FIRST):
+        path = chromium.capture(browser, SHOTS / "first" / f"{page}.png")
+        seen = browser.execute_script(chromium.FIRST_SCREEN)
+    height = FIRST[1]
+    problems = []
+    summary, figure, setup = seen["summary"], seen["figure"], seen["setup"]
+    if not summary:
+        problems.append("no paragraph of prose under the title")
+    elif summary["top"] >= height:
+        problems.append(f"the summary starts at {summary['top']} px, below the first screen ({summary['text']!r})")
+    elif summary["identifiers"]:
+        problems.append(f"the summary names identifiers {summary['identifiers']} ({summary['text']!r})")
+    if not figure:
+        problems.append("no figure")
+    elif figure["top"] >= height:
+        problems.append(f"the first figure starts at {figure['top']} px, below the first screen ({figure['caption']!r})")
+    elif summary and figure["top"] < summary["top"]:
+        problems.append("the figure comes before the summary")
+    if not setup or not setup["folded"] or not setup["note"].startswith("Set-up"):
+        problems.append(f"the set-up cell's code is not folded under its one-line note ({setup})")
     assert not problems, f"{page} ({path.relative_to(ROOT)}):\n  " + "\n  ".join(problems)
