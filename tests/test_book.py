@@ -540,29 +540,6 @@ def uncaptioned():
             if p not in CAPTIONED and any(not name for _, name, _, _ in figures(load(p)))]
 
 
-# Chapters whose code is written for the page: every cell a reader sees (not folded with hide-input) is about
-# 20 lines at most and fits the column (88 characters); what builds sentences lives in the package
-# (connlap_lite.findings), so no cell hands an f-string to the page. A chapter joins the list once it does.
-READABLE = [ROOT / "book" / "models" / "reading.ipynb"]
-MAX_LINES, MAX_COLUMNS = 22, 88
-
-
-@pytest.mark.parametrize("path", READABLE, ids=lambda p: p.stem)
-def test_visible_code_is_short_and_fits_the_column(path):
-    import colab_cells
-
-    for k, c in enumerate(load(path)["cells"]):
-        if c["cell_type"] != "code" or "hide-input" in c["metadata"].get("tags", []):
-            continue
-        src = "".join(c["source"])
-        lines = src.split("\n")
-        assert len(lines) <= MAX_LINES, f"{path.name}, cell {k}: {len(lines)} visible lines; split it or fold it"
-        wide = [line for line in lines if len(line) > MAX_COLUMNS and line != colab_cells.COLAB_PARAM]
-        assert not wide, f"{path.name}, cell {k}: lines wider than {MAX_COLUMNS} characters: {wide[:2]}"
-        assert not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
-            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"
-
-
 def test_the_preface_previews_the_computed_verdicts():
     """The preface shows the scorecard's grid as this build computed it (myst-nb pastes a figure another page
     glued: ```{glue} key``` with :doc:), and types no verdict word itself."""
@@ -600,3 +577,96 @@ def test_chapter_opens_with_summary_then_figure_then_verdict(path):
     box = opening.find(":::{admonition}")
     if path in VERDICT_CHAPTERS:
         assert box > figure, f"{path.name}: the verdict box comes after the main figure"
+# --- code a reader can read: visible code cells fit the page column (issue 25 item 3) ------------------------
+CODE_WIDTH = 88            # characters: the page column in the book's code font (the PDF's too)
+CODE_LINES = 22            # about 20 lines: one idea a cell
+FOLDED = {"hide-input", "remove-input", "remove-cell"}   # the reader does not see the input unless asked
+# Notebooks whose visible code cells do not fit yet, each being rewritten. The test reports each one as an
+# expected failure (strict: it fails as soon as the notebook conforms, so that its entry is removed); the lead
+# empties this list once the rewrites are merged. Never add a notebook to it to make the test pass.
+NOT_YET_READABLE = {
+    "book/interactive/explorers.ipynb": "the explorers' code is being rewritten (issue 25 item 3)",
+    "book/appendix/performance.ipynb": "the performance appendix's code is being rewritten (issue 25 item 3)",
+}
+# The set-up cell (every notebook's first code cell) is tools/colab_cells.py's: issue 25 item 3 collapses it behind
+# a one-line note, which is being done there. Until then its test is an expected failure in every notebook
+# (strict again); set this to None once tools/colab_cells.py folds the cell or makes it fit.
+SET_UP_CELL_NOT_YET_READABLE = None     # tools/colab_cells.py folds it (hide-input) under a one-line note
+
+
+def reader_code_cells(nb):
+    """(index, source) of every code cell whose input a reader sees in full: not folded (:data:`FOLDED`), not
+    the set-up cell (the first code cell, tested on its own), not printed whole on purpose (``print-input``)
+    and not an exercise's (a cell between ``{solution-start}`` and ``{solution-end}``, or tagged ``solution``)."""
+    first = next(k for k, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+    out, inside = [], False
+    for k, c in enumerate(nb["cells"]):
+        src = "".join(c["source"])
+        if c["cell_type"] == "markdown":
+            for m in re.finditer(r"\{solution-(start|end)\}", src):
+                inside = m.group(1) == "start"
+            continue
+        tags = set(c.get("metadata", {}).get("tags", []))
+        if c["cell_type"] == "code" and k != first and not inside and not tags & (FOLDED | {"print-input", "solution"}):
+            out.append((k, src))
+    return out
+
+
+def overflow(cells) -> list[str]:
+    """What does not fit in ``cells`` ((index, source) pairs): cells over :data:`CODE_LINES` lines, lines over
+    :data:`CODE_WIDTH` characters."""
+    found = []
+    for k, src in cells:
+        lines = src.rstrip("\n").split("\n")
+        if len(lines) > CODE_LINES:
+            found.append(f"cell {k}: {len(lines)} lines (at most {CODE_LINES}: split it at its ideas)")
+        found += [f"cell {k}, line {j + 1}: {len(line)} characters (at most {CODE_WIDTH})"
+                  for j, line in enumerate(lines) if len(line) > CODE_WIDTH]
+    return found
+
+
+def test_overflow_sees_long_cells_long_lines_and_skips_what_the_reader_does_not_see():
+    code = lambda src, *tags: {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": [src]}  # noqa: E731
+    md = lambda src: {"cell_type": "markdown", "metadata": {}, "source": [src]}  # noqa: E731
+    long_line, long_cell = "x = " + "1 + " * 30 + "1", "\n".join(["x = 1"] * (CODE_LINES + 1))
+    nb = {"cells": [code(long_line), code("x = 1"), code(long_line, "hide-input"), code(long_cell, "print-input"),
+                    md("```{solution-start} ex\n```"), code(long_line), md("```{solution-end}\n```"),
+                    code(long_cell), code(long_line)]}
+    assert [k for k, _ in reader_code_cells(nb)] == [1, 7, 8]
+    assert overflow(reader_code_cells(nb)) == [f"cell 7: {CODE_LINES + 1} lines (at most {CODE_LINES}: split it at its "
+                                               "ideas)", f"cell 8, line 1: {len(long_line)} characters (at most 88)"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_visible_code_fits_the_column(path, request):
+    """Every code cell a reader sees has at most about 20 lines of at most 88 characters (issue 25 item 3)."""
+    rel = path.relative_to(ROOT).as_posix()
+    if rel in NOT_YET_READABLE:
+        request.applymarker(pytest.mark.xfail(reason=NOT_YET_READABLE[rel], strict=True))
+    found = overflow(reader_code_cells(load(path)))
+    assert not found, f"{rel}: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_set_up_cell_is_folded_or_fits_the_column(path, request):
+    if SET_UP_CELL_NOT_YET_READABLE:
+        request.applymarker(pytest.mark.xfail(reason=SET_UP_CELL_NOT_YET_READABLE, strict=True))
+    nb = load(path)
+    k, first = next((k, c) for k, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+    folded = FOLDED & set(first.get("metadata", {}).get("tags", []))
+    found = [] if folded else overflow([(k, "".join(first["source"]))])
+    assert not found, f"{path.relative_to(ROOT).as_posix()}, the set-up cell: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_cell_hands_the_page_a_sentence_built_in_the_cell(path):
+    """What builds sentences lives in the package (connlap_lite.findings): no code cell passes an f-string to
+    glue_verdict."""
+    for k, c in enumerate(load(path)["cells"]):
+        src = "".join(c["source"])
+        assert c["cell_type"] != "code" or not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
+            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"
+
+
+def test_the_not_yet_readable_list_names_existing_notebooks():
+    assert set(NOT_YET_READABLE) <= {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}

@@ -56,7 +56,7 @@ BADGE_ALT = "Open in Colab"
 MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
 COLAB_NOTE = "*On Colab:*"
 CPU_PARAM = 'DEVICE = "cpu"'
-COLAB_PARAM = 'DEVICE = DEVICE if "google.colab" in sys.modules else "cpu"   # make test and make book: the CPU'
+COLAB_PARAM = '# make test and make book: the CPU\nDEVICE = DEVICE if "google.colab" in sys.modules else "cpu"'
 # the collapsed box that holds the corpora's and Colab's lines, and the set-up cell's one-line note
 RUN_TITLE = "Running this chapter yourself"
 RUN_OPEN = f"```{{admonition}} {RUN_TITLE}"

@@ -199,11 +199,11 @@ def overlap(reports: dict, overlap_stats: dict, n_one: int) -> str:
                                                       f"{overlap_stats[m]['ref']:.2f} in {m}" for m in models) + ")"
             + (f", some heads reach above $0.5$ in {who(half, models)}" if half else "")
             + f", and the largest overlap of any head is {top:.2f}")
-    text += (". In the language of P3, no head's value sub-bundle is invariant: every head moves part of each "
-             "message out of the subspace it read it from, so no head transport is a connection on a fixed "
-             "sub-bundle." if n_one == 0 else
+    text += (". In the language of {prf:ref}`prop-p3-lowrank`, no head's value sub-bundle is invariant: every "
+             "head moves part of each message out of the subspace it read it from, so no head transport is a "
+             "connection on a fixed sub-bundle." if n_one == 0 else
              f": {n_one} head{'s come' if n_one > 1 else ' comes'} within $0.01$ of $\\omega_h = 1$, nearly mapping "
-             "its value sub-bundle to itself as P3's condition asks.")
+             "its value sub-bundle to itself as the condition of {prf:ref}`prop-p3-lowrank` asks.")
     return text
 
 
@@ -323,3 +323,104 @@ def paragraphs(reports: dict, *, copy_stats: dict, copy_rows: dict, sink_stats: 
            **takes(reports, sink_stats, gap_stats, overlap_stats, bound_gap, edges)}
     assert set(out) == set(KEYS)
     return {k: out[k] for k in KEYS}
+
+
+# ----------------------------------------------------------------------- the tables (plain text, for print)
+def copy_table(copy_stats: dict) -> str:
+    """Per model: the heads, how many copy and suppress, the largest and smallest copy score, and beside them the
+    largest absolute copy score of the random-init nulls and its scale :math:`1/\\sqrt{d\\,d_h}`.
+
+    >>> print(copy_table({"gpt": dict(heads=12, copying=2, suppressing=1, max=0.51, min=-0.3, null_max=0.0042,
+    ...                               unit=0.0021)}))
+                  model heads  copying  suppr.  max c  min c | null max|c| 1/sqrt(d d_h)
+                    gpt    12        2       1   0.51  -0.30 |      0.0042        0.0021
+    """
+    lines = [f"{'model':>19} {'heads':>5} {'copying':>8} {'suppr.':>7} {'max c':>6} {'min c':>6} | "
+             f"{'null max|c|':>11} {'1/sqrt(d d_h)':>13}"]
+    lines += [f"{m:>19} {s['heads']:5d} {s['copying']:8d} {s['suppressing']:7d} {s['max']:6.2f} {s['min']:6.2f} | "
+              f"{s['null_max']:11.4f} {s['unit']:13.4f}" for m, s in copy_stats.items()]
+    return "\n".join(lines)
+
+
+def sink_table(reports: dict, sink_stats: dict) -> str:
+    """Per model: its sink columns and their uniform share :math:`u_n`, the trained sink mass in units of
+    :math:`u_n` (first layer, peak and its layer, last layer), the random-init nulls' range in the same units, and
+    Spearman's rho of the shuffled passages' curve against the trained one.
+
+    >>> rep = {"gpt": {"sink_mass_columns": [0]}}
+    >>> print(sink_table(rep, {"gpt": dict(u=0.05, first=2.0, peak=9.5, at=3, last=7.25, null_min=0.9,
+    ...                                    null_max=1.1, shuffled_rho=0.8)}))
+    sink mass in units of u_n (the model's sink columns)
+    trained first layer, peak (layer), last layer | the nulls' range | shuffled vs trained
+                  model  columns    u_n  first   peak  at   last | null min   max |   rho
+                    gpt      [0]  0.050    2.0    9.5   3    7.2 |     0.90  1.10 |  0.80
+    """
+    lines = ["sink mass in units of u_n (the model's sink columns)",
+             "trained first layer, peak (layer), last layer | the nulls' range | shuffled vs trained",
+             f"{'model':>19} {'columns':>8} {'u_n':>6} {'first':>6} {'peak':>6} {'at':>3} {'last':>6} | "
+             f"{'null min':>8} {'max':>5} | {'rho':>5}"]
+    lines += [f"{m:>19} {str(reports[m]['sink_mass_columns']):>8} {s['u']:6.3f} {s['first']:6.1f} {s['peak']:6.1f} "
+              f"{s['at']:3d} {s['last']:6.1f} | {s['null_min']:8.2f} {s['null_max']:5.2f} | {s['shuffled_rho']:5.2f}"
+              for m, s in sink_stats.items()]
+    return "\n".join(lines)
+
+
+def gap_table(gap_stats: dict) -> str:
+    """Per model: the largest absolute mean change of ``rev`` and of ``tv`` over the layers when the sinks are
+    removed, trained beside the larger of the two random-init nulls'.
+
+    >>> print(gap_table({"gpt": dict(rev=(0.12, 0.001), tv=(0.05, 0.0))}))
+    largest |mean Delta| over layers, trained | both nulls
+                  model    rev   null |     tv   null
+                    gpt  0.120  0.001 |  0.050  0.000
+    """
+    lines = ["largest |mean Delta| over layers, trained | both nulls",
+             f"{'model':>19} {'rev':>6} {'null':>6} | {'tv':>6} {'null':>6}"]
+    lines += [f"{m:>19} {g['rev'][0]:6.3f} {g['rev'][1]:6.3f} | {g['tv'][0]:6.3f} {g['tv'][1]:6.3f}"
+              for m, g in gap_stats.items()]
+    return "\n".join(lines)
+
+
+def overlap_table(overlap_stats: dict) -> str:
+    """Per model: the random value :math:`d_h/d`, the nulls' and the trained heads' mean overlap, the largest
+    overlap, and the share of heads above twice :math:`d_h/d`.
+
+    >>> print(overlap_table({"gpt": dict(ref=0.111, null=0.112, mean=0.2, max=0.61, above=0.25)}))
+                  model  d_h/d null mean trained mean    max heads > 2 d_h/d
+                    gpt  0.111     0.112        0.200  0.610             25%
+    """
+    lines = [f"{'model':>19} {'d_h/d':>6} {'null mean':>9} {'trained mean':>12} {'max':>6} {'heads > 2 d_h/d':>15}"]
+    lines += [f"{m:>19} {s['ref']:6.3f} {s['null']:9.3f} {s['mean']:12.3f} {s['max']:6.3f} {s['above']:15.0%}"
+              for m, s in overlap_stats.items()]
+    return "\n".join(lines)
+
+
+def edge_rank(e: dict) -> int:
+    """The numerical rank of an edge's transport: its singular values ``e["s"]`` (largest first) above
+    ``1e-10`` times the largest.
+
+    >>> import numpy as np
+    >>> edge_rank({"s": np.array([2.0, 1.0, 1e-12])})
+    2
+    """
+    return int((e["s"] > 1e-10 * e["s"][0]).sum())
+
+
+def edge_table(edges: list[dict]) -> str:
+    """The heaviest edge of the first passage in every layer ``l`` with ``l % 5`` in (0, 4): the edge, its largest
+    gate, its top singular value beside the bound of the proposition and the heads' largest, its rank, and its
+    copy score beside the same score from the heads' own traces.
+
+    >>> import numpy as np
+    >>> e = dict(layer=4, b=0, edge=(9, 8), gate_max=0.5, s=np.array([3.0, 1.0]), bound=3.5, head_max=4.0,
+    ...          copy=0.1, from_heads=0.1)
+    >>> print(edge_table([e, {**e, "b": 1}, {**e, "layer": 2}]))
+    layer      edge max gate  sigma_1   bound max_h s_1  rank edge copy from heads
+        4    (9, 8)     0.50     3.00    3.50      4.00     2    +0.100     +0.100
+    """
+    lines = [f"{'layer':>5} {'edge':>9} {'max gate':>8} {'sigma_1':>8} {'bound':>7} {'max_h s_1':>9} {'rank':>5} "
+             f"{'edge copy':>9} {'from heads':>10}"]
+    lines += [f"{e['layer']:5d} {str(e['edge']):>9} {e['gate_max']:8.2f} {float(e['s'][0]):8.2f} {e['bound']:7.2f} "
+              f"{e['head_max']:9.2f} {edge_rank(e):5d} {e['copy']:+9.3f} {e['from_heads']:+10.3f}"
+              for e in edges if e["b"] == 0 and e["layer"] % 5 in (0, 4)]
+    return "\n".join(lines)
