@@ -87,3 +87,15 @@ def test_beside_copies_a_folder_of_the_checkout_only(tmp_path, monkeypatch):
     assert row["passed"], row
     with pytest.raises(SystemExit):
         alone.main(["--beside", "/", str(nb)])
+
+
+def test_a_notebooks_own_cell_timeout_is_kept_when_shorter(tmp_path, monkeypatch):
+    """The explorers set a short cell timeout in their metadata (as the book's build reads it): a stalled cell costs
+    that, not the hour a chapter alone may otherwise take per cell."""
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    path = notebook(tmp_path / "slow.ipynb", "import time; time.sleep(30)")
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["execution"] = {"timeout": 2}
+    nbformat.write(nb, path)
+    row = alone.run_alone(path, timeout=120)
+    assert not row["passed"] and "timed out" in row["error"] and row["seconds"] < 25, row

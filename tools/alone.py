@@ -116,7 +116,10 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
         shutil.copy(path, copy)
         nb = nbformat.read(copy, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(WHERE))
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": tmp}})
+        # a notebook's own cell timeout (its metadata's execution.timeout, as the book's build reads it) when shorter
+        own = nb.metadata.get("execution", {}).get("timeout")
+        client = NotebookClient(nb, timeout=min(timeout, own or timeout), kernel_name="python3",
+                                resources={"metadata": {"path": tmp}})
         before, site_before = installed(), sum(disk_bytes(p) for p in site_packages())
         start = time.perf_counter()
         try:
