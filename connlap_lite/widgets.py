@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import html
+import io
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -41,14 +42,37 @@ from .toys import (DRIFT, KERNEL_TOL, NOISE, SCALE, TWIST, VERDICT_TOL,  # noqa:
 from .transports import HeadTransports
 
 
-def _show(fig) -> None:
-    """Show ``fig`` where IPython can show it (inside an Output widget), then free it."""
-    from IPython import get_ipython
-    from IPython.display import display
+def _png(fig, dpi: int = 90) -> bytes:
+    """``fig`` as PNG bytes for an ``ipywidgets.Image``, then freed.
 
-    if get_ipython() is not None:
-        display(fig)
+    The explorers draw into an ``Image`` widget rather than an ``Output`` widget: a notebook executed by nbclient
+    (the book's build, ``make colab``) answers every output an ``Output`` widget captures with a message on the
+    kernel's shell channel, which can hide the cell's own reply from nbclient until its timeout (jupyter/nbclient#312);
+    an image is plain widget state and needs no such answer.
+
+    >>> fig = plt.figure(figsize=(1, 1))
+    >>> _png(fig)[:8] == b"\\x89PNG\\r\\n\\x1a\\n", plt.fignum_exists(fig.number)
+    (True, False)
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
     plt.close(fig)
+    return buffer.getvalue()
+
+
+def _picture(widgets):
+    """The ``Image`` widget an explorer draws its figure into (the column's width at most)."""
+    return widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+
+
+def _follow(controls: dict, draw) -> None:
+    """Call ``draw(**values)`` now and whenever one of ``controls`` changes value."""
+    def update(change=None):
+        draw(**{name: c.value for name, c in controls.items()})
+
+    for c in controls.values():
+        c.observe(update, "value")
+    update()
 
 
 # --------------------------------------------------------------------- holonomy on a cycle
@@ -108,16 +132,16 @@ def holonomy_explorer(n: int = 8, degrees: int = 0):
 
     angle = _slider(widgets, degrees, "degrees", -180, 180, 5, "holonomy (°)")
     size = _slider(widgets, n, "n", 3, 16, description="cycle n")
-    readout = widgets.HTML()
+    readout, picture = widgets.HTML(), _picture(widgets)
 
     def draw(n, degrees):
         eig, dim = holonomy_spectrum(n, np.radians(degrees))
         readout.value = (f"kernel dimension <b>{dim}</b> (eigenvalues below {KERNEL_TOL:g}); "
                          f"smallest eigenvalue {eig[0]:.3g}")
-        _show(holonomy_figure(n, np.radians(degrees)))
+        picture.value = _png(holonomy_figure(n, np.radians(degrees)))
 
-    out = widgets.interactive_output(draw, {"n": size, "degrees": angle})
-    box = widgets.VBox([widgets.HBox([angle, size]), readout, out])
+    _follow({"n": size, "degrees": angle}, draw)
+    box = widgets.VBox([widgets.HBox([angle, size]), readout, picture])
     box.controls, box.readout = {"degrees": angle, "n": size}, readout
     return box
 
@@ -173,7 +197,7 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
                 "reversible": toggle(reversible, "(R) reversible"),
                 "isometric": toggle(isometric, "(M) metric-compatible"),
                 "seed": _slider(widgets, seed, "seed", 0, 9)}
-    readout = widgets.HTML()
+    readout, picture = widgets.HTML(), _picture(widgets)
 
     def draw(stochastic, reversible, isometric, seed):
         report = conditions_report(conditions_walk(stochastic, reversible, isometric, seed=seed))
@@ -182,10 +206,10 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
         readout.value = (f"<b>{verdict}</b>: spectrum real {report.real}, in [0, 2] {report.in_range}, "
                          f"least energy {report.min_energy:.3f}.  Defects: "
                          + ", ".join(f"{k} {v:.2f}" for k, v in d.items()))
-        _show(conditions_figure(report, _switches(stochastic, reversible, isometric)))
+        picture.value = _png(conditions_figure(report, _switches(stochastic, reversible, isometric)))
 
-    out = widgets.interactive_output(draw, controls)
-    box = widgets.VBox([widgets.HBox(list(controls.values())), readout, out])
+    _follow(controls, draw)
+    box = widgets.VBox([widgets.HBox(list(controls.values())), readout, picture])
     box.controls, box.readout = controls, readout
     return box
 
@@ -356,9 +380,9 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
                 "layer": widgets.IntSlider(value=0, min=0, max=0, description="layer"),
                 "head": widgets.Dropdown(options=[("mean (P)", None)], value=None, description="head"),
                 "query": _slider(widgets, query, "query", 0, n_tokens - 1, description="query token")}
-    readout, out = widgets.HTML(), widgets.Output()
+    readout, picture = widgets.HTML(), _picture(widgets)
     box = widgets.VBox([widgets.HBox([controls["model"], controls["passage"]]),
-                        widgets.HBox([controls["layer"], controls["head"], controls["query"]]), readout, out])
+                        widgets.HBox([controls["layer"], controls["head"], controls["query"]]), readout, picture])
     box.controls, box.readout, box.view = controls, readout, None
     busy = [False]
 
@@ -387,16 +411,14 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
             view = model_view(attention[l], _heads(name, l), head=h, query=q, sinks=sink_columns(len(tokens), encoder))
         except (ImportError, OSError, ValueError) as exc:
             readout.value = f"<b>cannot show {name}</b>: {html.escape(str(exc))}"
-            out.clear_output()
+            picture.value = b""
             return
         box.view = view
         readout.value = (f"<b>{name}</b>, layer {l}, {'mean walk' if h is None else f'head {h}'}; "
                          f"query token {q} = <code>{html.escape(tokens[q])}</code>; heaviest edges' rank-free defect "
                          f"{float(view.edge_defect.mean()):.3f}, head transports' scaled-isometry defect "
                          f"{float(view.head_defect.mean()):.3f} (mean).<br><i>{html.escape(text[:160])}…</i>")
-        with out:
-            out.clear_output(wait=True)
-            _show(model_figure(view, name))
+        picture.value = _png(model_figure(view, name))
 
     for c in controls.values():
         c.observe(refresh, "value")
