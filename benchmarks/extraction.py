@@ -12,7 +12,7 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``walks``        :func:`connlap_lite.attention_walks` over all layers (one SDPA forward through the
                  package's registered attention function, paused at each attention module, each layer's
                  attention built from the queries and keys the module made), building
-                 ``lw.walk(i)`` (T2) for every passage: what a reader of the book does to get the walks;
+                 ``lw.walk(i)`` (a multi-head walk) per passage: what a reader of the book does to get the walks;
 ``build``        (memory only) ``walks``, its peak reset at each layer's hook: the most that building one
                  layer's walks adds, the forward waiting at that layer (its attention built already);
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the

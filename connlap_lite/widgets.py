@@ -1,4 +1,5 @@
-"""Interactive explorers: a real model's walks, holonomy on a cycle, and the conditions of T3.
+"""Interactive explorers: a real model's walks, holonomy on a cycle, and the conditions (S), (R), (M) under which
+the generator is a connection Laplacian.
 
 =====================  ===================================================================
 explorer               what it shows (and the plain functions that compute it)
@@ -177,7 +178,7 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
 
     def draw(stochastic, reversible, isometric, seed):
         report = conditions_report(conditions_walk(stochastic, reversible, isometric, seed=seed))
-        verdict = "all three consequences hold" if report.holds else "T3's conclusion fails"
+        verdict = "all three consequences hold" if report.holds else "the theorem's conclusion fails"
         d = report.defects
         readout.value = (f"<b>{verdict}</b>: spectrum real {report.real}, in [0, 2] {report.in_range}, "
                          f"least energy {report.min_energy:.3f}.  Defects: "
@@ -200,7 +201,7 @@ class ModelView:
     head_sv: torch.Tensor       # (H, r) singular values of each head transport T_h
     head_defect: torch.Tensor   # (H,) scaled-isometry defect of each T_h (rank d_h)
     edges: list                 # the heaviest edges (i, j) of ``walk``, off the diagonal and the sinks
-    edge_defect: torch.Tensor   # (m,) rank-free defect of each edge transport T_ij (T2's gated mixture)
+    edge_defect: torch.Tensor   # (m,) rank-free defect of each edge transport T_ij (the heads' gated mixture)
     head: int | None
     query: int
 
@@ -225,12 +226,12 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     ----------
     attention : (H, n, n) the layer's attention for one passage (:func:`layer_attention`)
     heads : the layer's head transports (:func:`connlap_lite.head_transports`)
-    head : a head to show, or None for the layer's walk ``P`` (the mean over heads, T2)
+    head : a head to show, or None for the layer's walk ``P`` (the mean over heads)
     query : the token whose edges' gates ``gamma^h_{qj} = A^h_qj / sum_h A^h_qj`` are shown
     n_edges : how many of the heaviest edges of the shown walk get their transport's defect
     sinks : token positions left out of those edges (the attention sinks)
 
-    The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`, T2): its
+    The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`): its
     ``P`` is the walk shown, and its :class:`connlap_lite.MixtureTransport` holds the gates (as its weights
     ``H gamma^h_ij``) and the head transports.  The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never
     formed: their defects come from the factors (:func:`connlap_lite.metrics.edge_defects`, as in ``analyze``).
@@ -245,7 +246,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
         raise ValueError(f"head must be None (the layer's walk) or an int in [0, {H}), got {head!r}")
     if not 0 <= query < n:
         raise ValueError(f"query must be a token position in [0, {n}), got {query!r}")
-    layer = walk_from_heads(A, heads.to(device="cpu"))     # T2: P = mean of heads, gated mixture transport
+    layer = walk_from_heads(A, heads.to(device="cpu"))     # P = mean of heads, gated mixture transport
     mixture = layer.transport                               # weights H gamma^h_ij, heads T_h (float64)
     walk = layer.P if head is None else A[head]
     allowed = ~torch.eye(n, dtype=torch.bool)

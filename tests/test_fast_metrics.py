@@ -76,7 +76,7 @@ def test_stationary_is_the_dense_perron_vector(causal):
     for b in range(5):          # the public wrapper: the same solve (after renormalising the rows in float64)
         assert rel(stationary_distribution(P[b]), L.stationary(P[b])) < 1e-14
     if causal:
-        assert rel(pi, torch.eye(9, dtype=F64)[0].expand(5, 9)) < 1e-12  # the first token absorbs (P1)
+        assert rel(pi, torch.eye(9, dtype=F64)[0].expand(5, 9)) < 1e-12  # the first token absorbs
 
 
 def test_reversibility_one_implementation():

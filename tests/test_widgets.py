@@ -69,7 +69,7 @@ def test_each_switch_changes_only_its_condition(stochastic, reversible, isometri
 
 @pytest.mark.parametrize("stochastic,reversible,isometric", SWITCHES)
 def test_verdicts_of_the_lab(stochastic, reversible, isometric):
-    """All on: T3 holds.  Any condition off (seed 0): some conclusion fails, as in the book's
+    """All on: the reduction theorem holds.  Any condition off (seed 0): some conclusion fails, as in the book's
     counterexamples: (S) off pushes the spectrum below 0, (R) off leaves the real line,
     (M) off makes the energy negative."""
     rep = W.conditions_report(W.conditions_walk(stochastic, reversible, isometric, seed=0))

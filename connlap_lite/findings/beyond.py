@@ -199,11 +199,11 @@ def overlap(reports: dict, overlap_stats: dict, n_one: int) -> str:
                                                       f"{overlap_stats[m]['ref']:.2f} in {m}" for m in models) + ")"
             + (f", some heads reach above $0.5$ in {who(half, models)}" if half else "")
             + f", and the largest overlap of any head is {top:.2f}")
-    text += (". In the language of P3, no head's value sub-bundle is invariant: every head moves part of each "
-             "message out of the subspace it read it from, so no head transport is a connection on a fixed "
-             "sub-bundle." if n_one == 0 else
+    text += (". In the language of {prf:ref}`prop-p3-lowrank`, no head's value sub-bundle is invariant: every "
+             "head moves part of each message out of the subspace it read it from, so no head transport is a "
+             "connection on a fixed sub-bundle." if n_one == 0 else
              f": {n_one} head{'s come' if n_one > 1 else ' comes'} within $0.01$ of $\\omega_h = 1$, nearly mapping "
-             "its value sub-bundle to itself as P3's condition asks.")
+             "its value sub-bundle to itself, as the condition of {prf:ref}`prop-p3-lowrank` asks.")
     return text
 
 
