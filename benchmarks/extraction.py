@@ -20,7 +20,7 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
                  empirical chapters compute (dense eigen-solves of each passage's walk included);
 ``edges``        the layers' attention and only the edge-transport defects ``measure`` computes
-                 (:func:`connlap_lite.metrics.edge_defects` on each layer's heaviest edges): the part of
+                 (:func:`connlap_lite.edges.edge_defects` on each layer's heaviest edges): the part of
                  ``metrics`` that needs a full symmetric eigen-solve per edge;
 ``tl``           TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model,
                  under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``).
@@ -72,7 +72,8 @@ def _setup(spec: dict):
     import torch
 
     from connlap_lite import load_model, passages
-    from connlap_lite.adapters import adapter_for, is_encoder
+    from connlap_lite.adapters import adapter_for
+    from connlap_lite.adapters._linear import is_encoder
 
     if "name" in spec:
         model, tok = load_model(spec["name"])

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"connlap-lite {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
-    from .models import OFFLINE                 # the model list, written once (the package imports torch anyway)
+    from .offline import OFFLINE                # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
     a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: --corpus)")
@@ -112,7 +112,7 @@ def _is_report(path: Path) -> bool:
 
 def _model_folders(model: str) -> list[Path]:
     """The folders that hold ``model``'s own files: a local folder, or an offline model's converted copies."""
-    from .models import OFFLINE, cache_dir
+    from .offline import OFFLINE, cache_dir
 
     folders = [Path(model).expanduser()] if Path(model).expanduser().is_dir() else []
     if model in OFFLINE:
@@ -293,7 +293,7 @@ def _analyze(args, ap) -> int:
     _check_device(args.device)
     _check_outputs(args, ap)
     from .analysis import analyze
-    from .report import depth_trend, layer_means, random_nulls
+    from .record import depth_trend, layer_means, random_nulls
 
     # with the chapter *Known results* on the same passages: the model and its random-init null loaded once
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,

@@ -10,7 +10,7 @@ values come from a small symmetric matrix built from the heads' cached cores.
 ``gated_singular_values(w, heads, g)``    singular values of ``sum_h w_h T_h`` for many weight vectors ``w``;
 ``edge_defects(attention, heads, r, c)``  ``rank_free_defect`` of the gated edge transports of edges ``(r, c)``.
 
-Also readable as ``connlap_lite.metrics.<name>``.  Chapters: *E2*, *Interactive explorers*, *Beyond E1-E3*.
+Chapters: *E2*, *Interactive explorers*, *Beyond E1-E3*.
 """
 from __future__ import annotations
 

@@ -495,9 +495,3 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     s = heads.singular_values(torch.float64)
     return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
-
-# The nulls, the edge defects and the statistics are defined in their own modules; the chapters and some
-# tests still read them as ``metrics.<name>`` (the package's own modules import them from where they are).
-from .edges import edge_defects, gated_singular_values, rank_free_defect   # noqa: E402,F401 (re-exported)
-from .nulls import gaussian_null, q4_roundtrip, rotation_null          # noqa: E402,F401
-from .stats import bootstrap_ci, spearman                               # noqa: E402,F401

@@ -4,7 +4,7 @@ of 2026-12-02 for E2).
 Every empirical chapter, the scorecard and the command line decide E1-E3 here; the record's shape and
 its reading functions are :mod:`connlap_lite.record`'s, the vocabulary (:data:`VERDICTS`) and the
 multiplicity machinery :mod:`connlap_lite.verdicts`'s, and the rules replaced (with ``RULE_CHANGES``)
-:mod:`connlap_lite.rules_history`'s, which this module answers too (``report.e1_rule2`` etc.).
+:mod:`connlap_lite.rules_history`'s.
 
 **Uncertainty.** The unit of resampling is the passage (for head metrics, the head): a bootstrap draws
 passages with replacement and keeps each passage's whole curve over the layers; trained and null conditions
@@ -57,12 +57,10 @@ import math
 
 import numpy as np
 
-from . import rules_history
-from .record import (PASSAGE_METRICS, late, late_value, layer_curve, layer_means, depth_trend,  # noqa: F401
-                     DATA_SEED_KEYS, NULLS, matrix, random_nulls, registered_nulls, values_of)
-from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p, spearman  # noqa: F401
-from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, combine,  # noqa: F401
-                       data_status, decide, flag)
+from .record import (PASSAGE_METRICS, late, late_value, DATA_SEED_KEYS, NULLS, matrix, random_nulls,
+                     registered_nulls, values_of)
+from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p
+from .verdicts import ALPHA, check_reports, data_status, decide, flag
 
 E1_METRIC = "tv_norm_nosink"
 # the E1 metric's nulls measured inside the trained condition, by display name (from record.NULLS)
@@ -70,10 +68,6 @@ INNER_NULLS = {name: key for name, (cond, key) in NULLS[E1_METRIC].items() if co
 RULE = 3          # E1 and E3
 E2_RULE = 4       # E2: rule 3 with its data null from three random-init seeds as units (2026-12-02)
 SEED_MEAN = "random-init (mean of seeds)"
-# The reading functions imported above are read here too (``report.layer_means``...) because the chapters
-# call them so; their defining module is connlap_lite.record.  ``_verdict``, ``_reports`` and ``_matrix``
-# are the chapters' and exercises' older names of verdicts.combine, verdicts.check_reports and record.matrix.
-_verdict, _reports, _matrix = combine, check_reports, matrix
 
 
 def _pmax(*ps) -> float:
@@ -373,18 +367,3 @@ def substitute(report, trained) -> dict:
         out["sink_columns"] = {**report["sink_columns"], "trained": trained["sink_columns"]["trained"]}
     return out
 
-
-# ----------------------------------------------------------------------- the rules replaced, answered here too
-_HISTORY = ("RULE_CHANGES", "e1_rule1", "e2_rule1", "scale_slope", "e3_rule1", "e1_rule2", "e1_table_rule2",
-            "e2_rule2", "e2_table_rule2", "e3_rule2")
-
-
-def __getattr__(name: str):
-    """``report.e1_rule1``, ``report.e1_rule2`` and the other replaced rules: :mod:`connlap_lite.rules_history`'s."""
-    if name in _HISTORY:
-        return getattr(rules_history, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HISTORY])

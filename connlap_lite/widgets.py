@@ -8,11 +8,11 @@ explorer               what it shows (and the plain functions that compute it)
                        transports' singular values and the defects of the heaviest edge
                        transports (:func:`layer_attention`, :func:`model_view`)
 ``holonomy_explorer``  a rotation connection on a cycle: the Laplacian's spectrum and
-                       kernel against the holonomy angle (:func:`cycle_connection`,
-                       :func:`holonomy_spectrum`)
+                       kernel against the holonomy angle (:mod:`~connlap_lite.toys`'
+                       ``cycle_connection``, ``holonomy_spectrum``)
 ``conditions_lab``     (S), (R) and (M) switched on and off: the generator's spectrum and
-                       the sign of the Dirichlet energy (:func:`conditions_walk`,
-                       :func:`conditions_report`)
+                       the sign of the Dirichlet energy (:mod:`~connlap_lite.toys`'
+                       ``conditions_walk``, ``conditions_report``)
 =====================  ===================================================================
 
 Every number a widget shows comes from a plain function that knows nothing of widgets,
@@ -36,9 +36,9 @@ import torch
 from . import metrics as M
 from ._backend import check_index, integer
 from .attention import walk_from_heads
+from .edges import edge_defects
 from .extraction import attention_walks, head_transports
-from .toys import (DRIFT, KERNEL_TOL, NOISE, SCALE, TWIST, VERDICT_TOL,  # noqa: F401  (the toys, also here)
-                   ConditionsReport, conditions_report, conditions_walk, cycle_connection, holonomy_spectrum)
+from .toys import KERNEL_TOL, VERDICT_TOL, ConditionsReport, conditions_report, conditions_walk, holonomy_spectrum
 from .transports import HeadTransports
 
 
@@ -234,7 +234,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`): its
     ``P`` is the walk shown, and its :class:`connlap_lite.MixtureTransport` holds the gates (as its weights
     ``H gamma^h_ij``) and the head transports.  The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never
-    formed: their defects come from the factors (:func:`connlap_lite.metrics.edge_defects`, as in ``analyze``).
+    formed: their defects come from the factors (:func:`connlap_lite.edges.edge_defects`, as in ``analyze``).
 
     Chapter: *Interactive explorers*.
     """
@@ -259,7 +259,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     cols = torch.tensor([e[1] for e in edges], dtype=torch.long)
     return ModelView(walk=walk, gates=mixture.weights[:, query] / H, head_sv=heads.singular_values().double().cpu(),
                      head_defect=M.scaled_isometry_defect(heads).cpu(), edges=edges,
-                     edge_defect=M.edge_defects(A, mixture.heads, rows, cols),    # T_ij's, factored
+                     edge_defect=edge_defects(A, mixture.heads, rows, cols),    # T_ij's, factored
                      head=head, query=query)
 
 
@@ -336,7 +336,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
                    query: int = 1, n_tokens: int = 32):
     """Controls for model, passage, layer, head and query token over :func:`model_figure`.
 
-    ``model`` is an offline short name (:data:`connlap_lite.models.OFFLINE`).  Each model is
+    ``model`` is an offline short name (:data:`connlap_lite.offline.OFFLINE`).  Each model is
     loaded once and each passage run through it once (cached); a control change recomputes
     only the shown layer.  ``.controls`` holds the controls, ``.readout`` a summary and
     ``.view`` the current :class:`ModelView`.
@@ -347,7 +347,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
 
     from .adapters import describe
     from .metrics import sink_columns
-    from .models import OFFLINE
+    from .offline import OFFLINE
 
     if model not in OFFLINE:
         raise ValueError(f"model must be an offline short name, one of {list(OFFLINE)}; got {model!r}")
