@@ -57,7 +57,7 @@ import math
 
 import numpy as np
 
-from .record import (PASSAGE_METRICS, late, late_value, DATA_SEED_KEYS, NULLS, matrix, random_nulls,
+from .record import (PASSAGE_METRICS, late, late_value, DATA_SEED_KEYS, NULLS, Report, matrix, random_nulls,
                      registered_nulls, values_of)
 from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p
 from .verdicts import ALPHA, check_reports, data_status, decide, flag
@@ -330,17 +330,17 @@ def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------- robustness
-def resample(report, idx) -> dict:
+def resample(report, idx) -> Report:
     """A copy of ``report`` with its passages replaced by ``idx`` (in every condition, so pairs stay paired)."""
     idx = list(idx)
     out = {**report, "conditions": {}}
     for cond, values in report["conditions"].items():
         out["conditions"][cond] = {m: ([[v[i] for i in idx] for v in per_layer] if m in PASSAGE_METRICS else per_layer)
                                    for m, per_layer in values.items()}
-    return out
+    return Report(out, name="the resampled report")
 
 
-def substitute(report, trained) -> dict:
+def substitute(report, trained) -> Report:
     """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
     e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s.
 
@@ -365,5 +365,5 @@ def substitute(report, trained) -> dict:
     out = {**report, "conditions": conditions, "sink_mass_columns": trained.get("sink_mass_columns")}
     if "sink_columns" in report and "sink_columns" in trained:
         out["sink_columns"] = {**report["sink_columns"], "trained": trained["sink_columns"]["trained"]}
-    return out
+    return Report(out, name="the substituted report")
 

@@ -6,6 +6,7 @@ from connlap_lite import report as R
 from connlap_lite import scorecard as S
 from connlap_lite import stats
 from connlap_lite import verdicts
+from connlap_lite.record import Report
 
 L, B, H = 9, 12, 4
 
@@ -235,10 +236,28 @@ def test_substitute_refuses_other_passages_and_keeps_the_ablations_sinks():
                  sink_columns={c: [[0]] * L for c in x["conditions"]})
         x["conditions"]["trained"]["sink"] = x["conditions"]["random0"]["sink"] = [[0.1] * B] * L
     out = R.substitute(r, a)
-    assert out["conditions"]["trained"] is a["conditions"]["trained"] and out["sink_mass_columns"] == [1]
+    assert out["conditions"]["trained"] == a["conditions"]["trained"] and out["sink_mass_columns"] == [1]
+    assert isinstance(out, Report) and isinstance(R.resample(r, [0, 1]), Report)      # validated once, read-only
     assert "sink" not in out["conditions"]["random0"]          # measured on other tokens: left out, not compared
     moved = {**a, "windows": [[0, 8 * i + 1] for i in range(B)]}
     with pytest.raises(ValueError, match=r"differ in \['windows'\]"):
         R.substitute(r, moved)
     with pytest.raises(ValueError, match="does not say which passages"):
         R.substitute(r, {k: v for k, v in a.items() if k != "windows"})
+
+
+def test_the_rules_read_reports_validated_once():
+    """check_reports makes every plain record a Report (its shape checked, its problems named) and takes a Report as
+    it is; a synthetic record is one; a malformed one is refused by name before any rule runs."""
+    from connlap_lite import synthetic
+
+    plain = fake()
+    made = verdicts.check_reports([plain])[0]
+    assert isinstance(made, Report) and made == plain
+    assert verdicts.check_reports([made])[0] is made                  # not validated (nor copied) again
+    assert isinstance(verdicts.check_reports([synthetic.record(seed=0)])[0], Report)
+    broken = fake()
+    broken["conditions"]["random2"]["head_defect"] = broken["conditions"]["random2"]["head_defect"][:-1]
+    with pytest.raises(ValueError, match=r"^reports\[1\] is not a measurement record .*random2/head_defect holds "
+                                         rf"{L - 1} per-layer lists, not {L}"):
+        R.e2_table([plain, broken])
