@@ -12,7 +12,7 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``walks``        :func:`connlap_lite.attention_walks` over all layers (one SDPA forward through the
                  package's registered attention function, paused at each attention module, each layer's
                  attention built from the queries and keys the module made), building
-                 ``lw.walk(i)`` (T2) for every passage: what a reader of the book does to get the walks;
+                 ``lw.walk(i)`` (a multi-head walk) per passage: what a reader of the book does to get the walks;
 ``build``        (memory only) ``walks``, its peak reset at each layer's hook: the most that building one
                  layer's walks adds, the forward waiting at that layer (its attention built already);
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
@@ -20,7 +20,7 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
                  empirical chapters compute (dense eigen-solves of each passage's walk included);
 ``edges``        the layers' attention and only the edge-transport defects ``measure`` computes
-                 (:func:`connlap_lite.metrics.edge_defects` on each layer's heaviest edges): the part of
+                 (:func:`connlap_lite.edges.edge_defects` on each layer's heaviest edges): the part of
                  ``metrics`` that needs a full symmetric eigen-solve per edge;
 ``tl``           TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model,
                  under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``).
@@ -72,7 +72,8 @@ def _setup(spec: dict):
     import torch
 
     from connlap_lite import load_model, passages
-    from connlap_lite.adapters import adapter_for, is_encoder
+    from connlap_lite.adapters import adapter_for
+    from connlap_lite.adapters._linear import is_encoder
 
     if "name" in spec:
         model, tok = load_model(spec["name"])

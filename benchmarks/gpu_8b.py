@@ -9,7 +9,7 @@ Without a CUDA device it says "no GPU here" and leaves any numbers measured on a
 
 No download: the weights are random (the architecture is what costs time and memory).
 For each sequence length it prints, per layer, the seconds spent, the peak GPU memory,
-the T1 reconstruction error of the attention module's output (float32), the attention
+the multi-head walk's error against the attention module's output (float32), the attention
 sink mass and the mean scaled-isometry defect of the head transports; and writes JSON.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ def build(shape: dict, device: str, dtype: torch.dtype):
     return model.eval()
 
 
-def t1_error(lw) -> float:
+def walk_error(lw) -> float:
     """Relative error of sum_h A^h X T_h^T + c against the module's own output, head by head, float32."""
     X = lw.inputs[0].float()
     U, V = lw.transports.U.float(), lw.transports.V.float()
@@ -71,7 +71,7 @@ def run(shape: dict, n_tokens: list[int], device: str, dtype: torch.dtype) -> di
         layers = []
         for lw in attention_walks(model, ids, progress=False):
             metrics = {
-                "t1_error": t1_error(lw),
+                "walk_error": walk_error(lw),
                 "sink_mass": float(lw.attention[0, :, 1:, 0].float().mean()),
                 "isometry_defect": float(isometry_defect(lw.transports).float().mean()),
             }
@@ -84,7 +84,7 @@ def run(shape: dict, n_tokens: list[int], device: str, dtype: torch.dtype) -> di
             layers.append(metrics)
             print(f"n={n:5d} layer {lw.layer:2d}: {metrics['seconds']:.3f} s"
                   + (f", peak {metrics['peak_gib']:.1f} GiB" if cuda else "")
-                  + f", T1 error {metrics['t1_error']:.1e}, sink {metrics['sink_mass']:.3f},"
+                  + f", walk error {metrics['walk_error']:.1e}, sink {metrics['sink_mass']:.3f},"
                   f" defect {metrics['isometry_defect']:.3f}", flush=True)
             del lw
         total = time.perf_counter() - start

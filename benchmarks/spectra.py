@@ -3,7 +3,7 @@
     python benchmarks/spectra.py            # n*d from 1,024 to 393,216 (about 4 minutes on 2 cores)
     python benchmarks/spectra.py --quick    # tiny sizes (seconds)
 
-A multi-head walk (T2) of random attention, width ``d``, ``H`` heads, on ``n`` tokens, has an
+A multi-head walk of random attention, width ``d``, ``H`` heads, on ``n`` tokens, has an
 ``n*d x n*d`` operator.  ``arpack`` asks ``scipy.sparse.linalg.eigs`` for the ``k`` eigenvalues of
 ``W`` of largest modulus through :meth:`ConnectionWalk.operator` (each product is one factored
 apply; the ``(H, n, n)`` gates times ``P`` are formed once) and reports the generator's ``1 - lambda``;

@@ -5,7 +5,7 @@
 
 Variants, float64, on the same random weights and input ``X`` (n tokens, width d, H heads):
 
-``walk``      ``mha_walk(X, w)(X)``: attention patterns, the T2 walk and its factored apply, from ``X``
+``walk``      ``mha_walk(X, w)(X)``: attention patterns, the multi-head walk and its factored apply, from ``X``
               to the output: the same work as an attention layer;
 ``apply``     ``walk.apply(X)`` on a walk built beforehand (the operator alone, as an eigen-solver uses it);
 ``dense``     ``walk.dense() @ x`` with the ``n*d x n*d`` block matrix built beforehand, only while

@@ -3,10 +3,10 @@
 =================  ==================================================
 module             idea
 =================  ==================================================
-``walks``          connection walks, gauges, holonomy (D1-D3)
-``transports``     edge transports, kept factored (D2, T2)
-``attention``      reference attention and its walks (T1, T2)
-``laplacian``      connection Laplacian, defects, energy, spectra (D4, D5, T3)
+``walks``          connection walks, gauges, holonomy (chapter *Connection walks*)
+``transports``     edge transports: constant, a multi-head mixture kept factored, explicit, in new frames
+``attention``      reference attention and its walks (the single-head and multi-head theorems)
+``laplacian``      connection Laplacian, defects, energy, spectra (chapters *Connection Laplacian*, *Reversibility*)
 ``models``         loading a model: offline short names, hub ids, folders; random-init nulls
 ``offline``        the offline models' packages, pinned files and their checked assembly
 ``adapters``       one small module per weight layout (value and output maps)
@@ -15,7 +15,7 @@ module             idea
 ``verify``         does the adapter read a model right: the walk against each module's output
 ``text``           token passages from three corpora: technical prose, source code, narrative
 ``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
-``edges``          edge transports read from their factors: singular values, rank-free defects (T2, E2)
+``edges``          edge transports read from their factors: singular values, rank-free defects (E2)
 ``nulls``          nulls and ablations: rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
@@ -33,7 +33,7 @@ module             idea
 ``findings``       the empirical chapters' computed paragraphs, one module per chapter
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
-``toys``           the explorers' toy connections: holonomy on a cycle, T3's conditions on and off
+``toys``           the explorers' toy connections: holonomy on a cycle, the conditions (S), (R), (M) on and off
 ``widgets``        interactive explorers (ipywidgets); not imported here:
                    ``from connlap_lite import widgets``
 =================  ==================================================

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"connlap-lite {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
-    from .models import OFFLINE                 # the model list, written once (the package imports torch anyway)
+    from .offline import OFFLINE                # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
     a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: --corpus)")
@@ -112,7 +112,7 @@ def _is_report(path: Path) -> bool:
 
 def _model_folders(model: str) -> list[Path]:
     """The folders that hold ``model``'s own files: a local folder, or an offline model's converted copies."""
-    from .models import OFFLINE, cache_dir
+    from .offline import OFFLINE, cache_dir
 
     folders = [Path(model).expanduser()] if Path(model).expanduser().is_dir() else []
     if model in OFFLINE:
@@ -225,8 +225,12 @@ def _verify(args, ap) -> int:
 
 
 def _scorecard(args, ap) -> int:
-    """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.report`."""
-    from .scorecard import scorecard
+    """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.report`.
+
+    Each file becomes a :class:`~connlap_lite.record.Report` as it is read, so a malformed one is refused with its
+    name and its problems (never a later, unnamed error)."""
+    from .scorecard import NEED, scorecard
+    from .verdicts import check_report
 
     reports = []
     for path in args.reports:
@@ -238,7 +242,10 @@ def _scorecard(args, ap) -> int:
             raise ValueError(f"{path} cannot be read as JSON ({exc})") from None
         if not isinstance(report, dict) or "conditions" not in report:
             raise ValueError(f"{path} is not a report written by `analyze MODEL --json FILE`")
-        reports.append(report)
+        try:
+            reports.append(check_report(report, str(path), NEED))
+        except ValueError as exc:
+            raise ValueError(f"{exc}; write it again with `analyze MODEL --json FILE`") from None
     rows = scorecard(reports)
     for row in rows:
         if row["claim"] == "E3":
@@ -293,12 +300,12 @@ def _analyze(args, ap) -> int:
     _check_device(args.device)
     _check_outputs(args, ap)
     from .analysis import analyze
-    from .report import depth_trend, layer_means, random_nulls
+    from .record import depth_trend, layer_means, random_nulls
 
     # with the chapter *Known results* on the same passages: the model and its random-init null loaded once
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                      random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
-                     refresh=args.no_cache, progress=True, known=True).to_dict()   # (a Report is read-only)
+                     refresh=args.no_cache, progress=True, known=True)             # a Report, read-only
     main_condition = "random" if args.random_init else "trained"
     print(f"{report['model']}: {report['family']}, {'encoder' if report['encoder'] else 'decoder'}, "
           f"{report['layers']} layers, {report['parameters']:,} parameters, "
@@ -312,16 +319,17 @@ def _analyze(args, ap) -> int:
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
     print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
+    verdicts = {}
     if not args.random_init and random_nulls(report):
         from .report import e1, e2                  # the rules of E1 and E2 on this model alone (a table of one)
-        report["verdicts"] = {"E1": e1(report), "E2": e2(report)}
-        x, y = report["verdicts"]["E1"], report["verdicts"]["E2"]
+        verdicts = {"E1": e1(report), "E2": e2(report)}
+        x, y = verdicts["E1"], verdicts["E2"]
         print(f"E1 ({x['metric']}): {x['verdict']} (late {x['late_trained']:.3f} vs strongest null {x['strongest_null']} "
               f"{x['late_nulls'][x['strongest_null']]:.3f}); E2: {y['verdict']} (heads {y['head_defect']:.3f} vs "
               f"{y['head_nulls'][y['strongest_head_null']]:.3f}, data {y['data_defect']:.3f} vs "
               f"{y['data_nulls'][y['strongest_data_null']]:.3f})")
     if args.json is not None:
-        _write_report(args.json, report)
+        _write_report(args.json, {**report.to_dict(), **({"verdicts": verdicts} if verdicts else {})})
         print(f"wrote {args.json}")
     if args.figures is not None:
         from .plots import layer_curves

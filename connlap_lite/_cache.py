@@ -1,6 +1,6 @@
 """The measurement cache: one pipeline (key, validation, lock, atomic write) for every cached report.
 
-:func:`connlap_lite.analyze` and :func:`connlap_lite.known.known_results` both keep their JSON reports
+:func:`connlap_lite.analysis.analyze` and :func:`connlap_lite.known.known_results` both keep their JSON reports
 under ``$CONNLAP_CACHE`` (default ``~/.cache/connlap_lite``) through :func:`cached`: the report's file
 is named by a digest of the model name, the measurement's ``SCHEMA`` and its arguments; a cached
 report is read only if it parses and has the expected shape (otherwise a warning, and it is measured

@@ -145,7 +145,7 @@ def _step_metrics(P: torch.Tensor, Q: torch.Tensor, sinks: list[int], causal: bo
 
 
 def _data_defects(heads, X: torch.Tensor, keep: list[int], twins: list, seed: int,
-                  fixed_keep: list[int] | None = None, seconds: dict | None = None) -> tuple[dict, "HeadTransports"]:
+                  fixed_keep: list[int] | None = None, seconds: dict | None = None) -> tuple[dict, HeadTransports]:
     """The data defect on the non-sink tokens ``keep``: the trained heads', and the nulls' on the same inputs (each
     twin's transports, :data:`connlap_lite.record.DATA_SEED_KEYS`; Gaussian transports); and the Gaussian null's
     heads (drawn last, with ``seed``, so that they are alive beside nothing else of this size; ``measure`` reuses

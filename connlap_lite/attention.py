@@ -127,7 +127,7 @@ class AttentionWeights:
         return HeadTransports(self.W_o.transpose(1, 2), self.W_v[g].transpose(1, 2))
 
     def offset(self) -> torch.Tensor | None:
-        """The affine part ``c = sum_h b_v[g(h)] W_o[h] + b_o`` (T1), or None without biases."""
+        """The affine part ``c = sum_h b_v[g(h)] W_o[h] + b_o``, or None without biases."""
         if self.b_v is None and self.b_o is None:
             return None
         c = torch.zeros(self.d, dtype=self.W_o.dtype, device=self.W_o.device)
@@ -238,7 +238,8 @@ def multi_head_attention(X, weights: AttentionWeights, **masks):
 
 
 def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
-    """The single connection walk of T2 built from head patterns and head transports.
+    """The single connection walk of the multi-head theorem (chapter *Multi-head attention is one edge-dependent
+    connection walk*), built from head patterns and head transports.
 
     ``P = S / H`` with ``S = sum_h A^h``; gates ``gamma^h = A^h / S`` on the support;
     ``T_ij = H sum_h gamma^h_ij T_h``.  The gates are stored as ``H * gamma``, the
@@ -257,7 +258,7 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
 
 def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False,
                 lazy: bool = False) -> ConnectionWalk:
-    """The walk of T2 from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
+    """The multi-head walk from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
     (patterns that the caller computed and no one else holds) and their weights are not checked again;
     with ``lazy`` they are read from ``A`` and the walk's ``P`` as they are needed (``MixtureTransport._gated``),
     never stored beside them (``A`` must then stay unchanged while the walk uses it)."""
@@ -271,7 +272,7 @@ def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, 
 
 
 def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
-    """Single-head attention as a connection walk with constant transport (T1).
+    """Single-head attention as a connection walk with constant transport (the single-head theorem).
 
     Returns the walk ``(A, T)`` with ``T = (W_v W_o)^T`` and, with biases, the offset
     ``c = b_v W_o + b_o``; ``walk(X)`` equals :func:`multi_head_attention` for ``H = 1``.
@@ -298,7 +299,7 @@ def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
 
 
 def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
-    """Multi-head (and GQA/MQA) attention as one edge-dependent connection walk (T2).
+    """Multi-head (and GQA/MQA) attention as one edge-dependent connection walk (the multi-head theorem).
 
     ``P = (1/H) sum_h A^h``, gates ``gamma^h_ij = A^h_ij / sum_k A^k_ij`` and
     ``T_ij = H sum_h gamma^h_ij T_h`` with ``T_h = (W_v[g(h)] W_o[h])^T`` kept as factors.

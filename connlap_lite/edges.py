@@ -1,4 +1,4 @@
-"""Edge transports of a multi-head layer, read from their factors (T2): singular values and defects.
+"""Edge transports of a multi-head layer, read from their factors: singular values and defects.
 
 On the edge ``j -> i`` a layer applies ``T_ij = H sum_h gamma^h_ij T_h`` with its heads' attention gates
 ``gamma^h_ij = A^h_ij / sum_k A^k_ij``.  These functions never form ``T_ij``: heads of one key/value group share
@@ -10,7 +10,7 @@ values come from a small symmetric matrix built from the heads' cached cores.
 ``gated_singular_values(w, heads, g)``    singular values of ``sum_h w_h T_h`` for many weight vectors ``w``;
 ``edge_defects(attention, heads, r, c)``  ``rank_free_defect`` of the gated edge transports of edges ``(r, c)``.
 
-Also readable as ``connlap_lite.metrics.<name>``.  Chapters: *E2*, *Interactive explorers*, *Beyond E1-E3*.
+Chapters: *E2*, *Interactive explorers*, *Beyond E1-E3*.
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def _gated_triangular(w: torch.Tensor, heads: HeadTransports) -> torch.Tensor:
 def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
     """Rank-free defect (:func:`rank_free_defect`) of the gated edge transports ``T_ij = H sum_h gamma^h_ij T_h``.
 
-    ``gamma^h_ij = A^h_ij / sum_k A^k_ij`` are the heads' gates on edge ``i <- j`` (T2, as
+    ``gamma^h_ij = A^h_ij / sum_k A^k_ij`` are the heads' gates on edge ``i <- j`` (the multi-head theorem, as
     :func:`connlap_lite.walk_from_heads` builds them; an edge no head attends has ``T_ij = 0`` and a NaN
     defect).  ``attention`` is one passage's ``(H, n, n)`` with ``rows``, ``cols`` of shape ``(m,)``, or
     a batch ``(B, H, n, n)`` with ``(B, m)`` edges per passage; the result has the shape of ``rows``.

@@ -205,7 +205,7 @@ class LayerWalks:
                f"attention {state})"
 
     def walk(self, i: int, dtype: torch.dtype | None = None) -> ConnectionWalk:
-        """Passage ``i``'s multi-head walk (T2) on its real tokens.
+        """Passage ``i``'s multi-head walk on its real tokens.
 
         Half precision is upcast to float32 unless ``dtype`` says otherwise.  The walk's gates
         (``walk.transport.weights``) are not stored beside the attention: they are read from it as the

@@ -67,7 +67,8 @@ def footprint(config, B: int, n: int) -> dict:
     check_int(n, "n", low=1)
     from transformers import AutoModel, AutoModelForCausalLM
 
-    from .adapters import describe, is_encoder
+    from .adapters import describe
+    from .adapters._linear import is_encoder
     from .analysis import EDGE_PASSAGES, EDGES
 
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM

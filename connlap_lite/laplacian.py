@@ -1,6 +1,7 @@
-"""Connection Laplacians (D4), the defects of the conditions (D5), energies and spectra.
+"""Connection Laplacians, the defects of the conditions (S), (R), (M), energies and spectra.
 
-Chapters: *The connection Laplacian* and *Reversibility and low rank*.
+Chapters: *When the generator is a connection Laplacian* (the random-walk connection Laplacian, the reduction
+theorem) and *Reversibility, defects and low-rank heads* (the defects).
 """
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def _walk_matrix(P, name="P"):
 
 
 def random_walk_connection(w, O, *, atol: float | None = None) -> ConnectionWalk:
-    """The connection walk ``(D^{-1} w, O)`` whose generator is ``L_rw`` (D4).
+    """The connection walk ``(D^{-1} w, O)`` whose generator is ``L_rw``.
 
-    Checks the hypotheses of D4: ``w`` symmetric and nonnegative with positive
+    Checks the hypotheses of the connection Laplacian's definition: ``w`` symmetric and nonnegative with positive
     degrees, each ``O_ij`` on an edge orthogonal with ``O_ji = O_ij^T``, to ``atol``
     (default: ``1e-8`` in float64, a few rounding units of a coarser dtype, see
     :func:`connlap_lite._backend.tolerance`).  Mixed dtypes compute in the wider one.
@@ -69,7 +70,7 @@ def random_walk_connection(w, O, *, atol: float | None = None) -> ConnectionWalk
 
 
 def connection_laplacian(w, O, *, dense: bool = True):
-    """The random-walk connection Laplacian ``L_rw = I - D^{-1} S`` (D4, Singer & Wu).
+    """The random-walk connection Laplacian ``L_rw = I - D^{-1} S`` (Singer & Wu).
 
     Parameters
     ----------
@@ -100,7 +101,7 @@ def connection_laplacian(w, O, *, dense: bool = True):
 
 
 def stochasticity_defect(P):
-    """``max_i |sum_j P_ij - 1|`` (D5): zero exactly for a row-stochastic walk.
+    """``max_i |sum_j P_ij - 1|``: zero exactly for a row-stochastic walk.
 
     Examples
     --------
@@ -149,7 +150,8 @@ def stationary_distribution(P, *, atol: float | None = None):
     """The stationary distribution ``pi`` of a row-stochastic ``P``: ``pi P = pi``, ``sum pi = 1``.
 
     The rows are renormalised in float64 and ``pi`` solved by :func:`stationary` (a linear solve).
-    For a causal (lower-triangular) walk it is ``e_1``: the first token absorbs (P1).
+    For a causal (lower-triangular) walk it is ``e_1``: the first token absorbs (causal
+    attention is never reversible, chapter *Reversibility, defects and low-rank heads*).
     If the eigenvalue 1 is not simple (a disconnected walk) ``pi`` is not unique and
     an error says so (the eigenvalues of ``P`` within ``max(1e-8, 1e3 atol)`` of 1 are counted,
     ``1e-5`` by default).  ``atol`` bounds the row sums' distance from 1 (default: ``1e-8`` in
@@ -184,12 +186,12 @@ def stationary_distribution(P, *, atol: float | None = None):
 
 
 def reversibility_defect(P, pi=None):
-    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` with ``Pi = diag(pi)`` (D5).
+    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` with ``Pi = diag(pi)``.
 
     Zero exactly when detailed balance ``pi_i P_ij = pi_j P_ji`` holds.  ``pi``
     defaults to :func:`stationary_distribution`.  Beware: for a causal walk
     ``pi = e_1`` and ``Pi P`` is symmetric, so the defect is 0 although (R) with
-    ``pi > 0`` fails; report ``min(pi)`` beside it (P1).  Computed by :func:`reversibility`.
+    ``pi > 0`` fails; report ``min(pi)`` beside it.  Computed by :func:`reversibility`.
 
     Examples
     --------
@@ -221,7 +223,7 @@ def _scaled_isometry_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
 
 
 def isometry_defect(T, *, rtol: float | None = None):
-    """Scaled-isometry defect ``min_{c, Q} ||T - cQ||_F / ||T||_F`` (D5, P3).
+    """Scaled-isometry defect ``min_{c, Q} ||T - cQ||_F / ||T||_F``.
 
     ``Q`` ranges over partial isometries of the rank of ``T`` (its nonzero singular
     values ``s_1..s_k``): ``eps = sqrt(1 - (sum s)^2 / (k sum s^2))``, computed as
@@ -259,7 +261,7 @@ def isometry_defect(T, *, rtol: float | None = None):
 
 
 def symmetry_defect(walk: ConnectionWalk):
-    """Largest ``||T_ji - T_ij^T||_F / ||T_ij||_F`` over the edges (D5, metric compatibility).
+    """Largest ``||T_ji - T_ij^T||_F / ||T_ij||_F`` over the edges (metric compatibility).
 
     Builds every ``T_ij`` (dense); for small walks.
     """
@@ -272,7 +274,7 @@ def symmetry_defect(walk: ConnectionWalk):
 
 
 def dirichlet_energy(walk: ConnectionWalk, f, pi=None):
-    """``<f, L f>_pi = sum_i pi_i f_i^T (f - W f)_i`` for a section ``f`` (T3).
+    """``<f, L f>_pi = sum_i pi_i f_i^T (f - W f)_i`` for a section ``f``.
 
     Under (S, R, M) it equals ``1/2 sum_ij w_ij ||f_i - T_ij f_j||^2 >= 0`` with
     ``w_ij = pi_i P_ij``; without (M) it can be negative.  ``pi`` defaults to the

@@ -32,15 +32,15 @@ One walk up close (chapter *Reading a real transformer*):
 
 E2, transports become scaled isometries:
 
-``isometry_defect`` (laplacian)   rank-``k`` scaled partial isometry defect (P3);
+``isometry_defect`` (laplacian)   rank-``k`` scaled partial isometry defect;
 ``rank_free_defect(s)``           distance to the nearest scaled partial isometry of any rank;
 ``edge_defects``                  ``rank_free_defect`` of gated edge transports ``H sum_h gamma^h_ij T_h``
-                                  (T2), from the factors, many edges in one batched call
-                                  (both in :mod:`connlap_lite.edges`, readable here);
+                                  from the factors, many edges in one batched call
+                                  (both in :mod:`connlap_lite.edges`);
 ``data_isometry_defect``          coefficient of variation of the gains ``|T x| / |P_V x|``
                                   on the actual token vectors ``x`` entering the layer;
 ``copy_score``                    ``tr T / (sqrt(d_h) ||T||_F)``: how much a head copies;
-``read_write_overlap``            overlap of a head's write and read subspaces (P3).
+``read_write_overlap``            overlap of a head's write and read subspaces.
 
 Chapters: *Reading a real transformer*, *E1*, *E2*, *E3*.
 """
@@ -458,7 +458,8 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
 
 def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
     """Per head, ``||Q_U^T Q_V||_F^2 / d_h`` in [0, 1]: how much the write space ``span U_h``
-    overlaps the read space ``span V_h^T`` (1: the head maps its value sub-bundle to itself, P3).
+    overlaps the read space ``span V_h^T`` (1: the head maps its value sub-bundle to itself;
+    the low-rank proposition, chapter *Reversibility, defects and low-rank heads*).
 
     With ``U_h = Q_U R_u`` and ``V_h^T = Q_V R_v``, ``Q_U^T Q_V = R_u^{-T} (U_h^T V_h^T) R_v^{-1}``: a
     ``d_h x d_h`` product and two triangular solves, losing at most ``cond(U_h) cond(V_h) eps``;
@@ -485,7 +486,7 @@ def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
 
 
 def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
-    """Per head, the rank-``d_h`` scaled partial isometry defect (D5), from the factors.
+    """Per head, the rank-``d_h`` scaled partial isometry defect, from the factors.
 
     The same number as :func:`connlap_lite.isometry_defect` of the float64 heads; the singular
     values are cached on ``heads`` (float64), so the other head metrics reuse them.
@@ -494,9 +495,3 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     s = heads.singular_values(torch.float64)
     return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
-
-# The nulls, the edge defects and the statistics are defined in their own modules; the chapters and some
-# tests still read them as ``metrics.<name>`` (the package's own modules import them from where they are).
-from .edges import edge_defects, gated_singular_values, rank_free_defect   # noqa: E402,F401 (re-exported)
-from .nulls import gaussian_null, q4_roundtrip, rotation_null          # noqa: E402,F401
-from .stats import bootstrap_ci, spearman                               # noqa: E402,F401

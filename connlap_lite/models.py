@@ -34,11 +34,10 @@ import torch
 
 from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import FAMILIES, is_encoder
+from .adapters import FAMILIES
+from .adapters._linear import is_encoder
 from .nulls import fresh_model
-# the packages that ship the offline models, and their checked files; answered here too (models.OFFLINE, ...)
-from .offline import (CHUNKED, OFFLINE, PACKAGED, Chunked, Packaged, _packaged, assemble, cache_dir,  # noqa: F401
-                      sha256_of)
+from .offline import CHUNKED, OFFLINE, PACKAGED, _packaged, assemble, cache_dir, sha256_of
 
 
 # a disk that refuses the cache: read-only, full, over quota or the file-size limit, a file in the way, no permission

@@ -11,8 +11,7 @@ And the whole-model nulls and ablations that :func:`connlap_lite.analysis.analyz
 ``shuffled(batch, sinks_fixed)`` each passage's tokens permuted (the sink tokens kept in place);
 ``quantise_q4(model)``           every linear weight of a model through ``q4_roundtrip``, in place.
 
-The first three are also readable as ``connlap_lite.metrics.<name>``, the last three as
-``connlap_lite.analysis.<name>``.  Chapters: *E1*, *E2*, *Beyond*, *Scorecard*.
+Chapters: *E1*, *E2*, *Beyond*, *Scorecard*.
 """
 from __future__ import annotations
 

@@ -179,9 +179,11 @@ def nonfinite(record) -> list[tuple[str, str, int]]:
 class Report(_Dict):
     """One measurement record, validated once on load and read-only; reads like the dict it was made from.
 
-    ``Report(record)`` checks the shape (:func:`problems`) and raises a ``ValueError`` naming what is wrong;
-    a NaN or an infinity is not refused but listed by name in :attr:`nonfinite` (the rules answer
-    "undefined" where they meet one).  ``report["conditions"]["trained"]["sink"]`` reads as before;
+    ``Report(record)`` checks the shape (:func:`problems`) and raises a ``ValueError`` naming what is wrong (and
+    the record, by ``name``: a file, ``reports[2]``); a NaN or an infinity is not refused but listed by name in
+    :attr:`nonfinite` (the rules answer "undefined" where they meet one).  Every rule takes its reports as
+    Reports (:func:`connlap_lite.verdicts.check_reports` makes a plain dict one, so a record is validated once,
+    wherever it enters).  ``report["conditions"]["trained"]["sink"]`` reads as before;
     ``report.to_dict()`` gives a plain, changeable copy.
 
     Examples
@@ -196,12 +198,16 @@ class Report(_Dict):
     Traceback (most recent call last):
     ...
     TypeError: a Report is read-only: copy it first (report.to_dict()) to change it
+    >>> Report({"model": "m", "layers": 2, "conditions": {"trained": {"sink": [[0.2]]}}}, name="m.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: m.json is not a measurement record from connlap_lite.analysis.analyze: trained/sink holds 1 per-layer lists, not 2
     """
 
-    def __init__(self, record):
+    def __init__(self, record, name: str = "record"):
         found = problems(record)
         if found:
-            raise ValueError("record must be a measurement record from connlap_lite.analysis.analyze; "
+            raise ValueError(f"{name} is not a measurement record from connlap_lite.analysis.analyze: "
                              + "; ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else ""))
         super().__init__(_freeze(dict(record)))
         dict.__setattr__(self, "nonfinite", nonfinite(self))
@@ -263,6 +269,8 @@ def values_of(report, metric: str, condition: str = "trained", name: str = "repo
                          f"got {metric!r}; a report made before this metric existed needs "
                          "analyze(..., refresh=True)")
     values = conditions[condition][metric]
+    if isinstance(report, Report):                     # its shape was checked once, when it was made
+        return values
     if not isinstance(values, list) or not values or not all(isinstance(v, list) and v for v in values):
         raise ValueError(f"{name}'s {condition}/{metric} must be a non-empty list of per-layer lists; the report "
                          "is damaged: recompute it with analyze(..., refresh=True)")

@@ -4,7 +4,7 @@ of 2026-12-02 for E2).
 Every empirical chapter, the scorecard and the command line decide E1-E3 here; the record's shape and
 its reading functions are :mod:`connlap_lite.record`'s, the vocabulary (:data:`VERDICTS`) and the
 multiplicity machinery :mod:`connlap_lite.verdicts`'s, and the rules replaced (with ``RULE_CHANGES``)
-:mod:`connlap_lite.rules_history`'s, which this module answers too (``report.e1_rule2`` etc.).
+:mod:`connlap_lite.rules_history`'s.
 
 **Uncertainty.** The unit of resampling is the passage (for head metrics, the head): a bootstrap draws
 passages with replacement and keeps each passage's whole curve over the layers; trained and null conditions
@@ -57,12 +57,10 @@ import math
 
 import numpy as np
 
-from . import rules_history
-from .record import (PASSAGE_METRICS, late, late_value, layer_curve, layer_means, depth_trend,  # noqa: F401
-                     DATA_SEED_KEYS, NULLS, matrix, random_nulls, registered_nulls, values_of)
-from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p, spearman  # noqa: F401
-from .verdicts import (ALPHA, MIN_PASSAGES, MIN_SEEDS, VERDICTS, check_reports, combine,  # noqa: F401
-                       data_status, decide, flag)
+from .record import (PASSAGE_METRICS, late, late_value, DATA_SEED_KEYS, NULLS, Report, matrix, random_nulls,
+                     registered_nulls, values_of)
+from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p
+from .verdicts import ALPHA, check_reports, data_status, decide, flag
 
 E1_METRIC = "tv_norm_nosink"
 # the E1 metric's nulls measured inside the trained condition, by display name (from record.NULLS)
@@ -70,10 +68,6 @@ INNER_NULLS = {name: key for name, (cond, key) in NULLS[E1_METRIC].items() if co
 RULE = 3          # E1 and E3
 E2_RULE = 4       # E2: rule 3 with its data null from three random-init seeds as units (2026-12-02)
 SEED_MEAN = "random-init (mean of seeds)"
-# The reading functions imported above are read here too (``report.layer_means``...) because the chapters
-# call them so; their defining module is connlap_lite.record.  ``_verdict``, ``_reports`` and ``_matrix``
-# are the chapters' and exercises' older names of verdicts.combine, verdicts.check_reports and record.matrix.
-_verdict, _reports, _matrix = combine, check_reports, matrix
 
 
 def _pmax(*ps) -> float:
@@ -336,17 +330,17 @@ def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
 
 
 # ----------------------------------------------------------------------- robustness
-def resample(report, idx) -> dict:
+def resample(report, idx) -> Report:
     """A copy of ``report`` with its passages replaced by ``idx`` (in every condition, so pairs stay paired)."""
     idx = list(idx)
     out = {**report, "conditions": {}}
     for cond, values in report["conditions"].items():
         out["conditions"][cond] = {m: ([[v[i] for i in idx] for v in per_layer] if m in PASSAGE_METRICS else per_layer)
                                    for m, per_layer in values.items()}
-    return out
+    return Report(out, name="the resampled report")
 
 
-def substitute(report, trained) -> dict:
+def substitute(report, trained) -> Report:
     """``report`` with its trained condition taken from ``trained`` (an ablation measured on the same passages,
     e.g. ``analyze(..., q4=True)``); the nulls stay ``report``'s.
 
@@ -371,20 +365,5 @@ def substitute(report, trained) -> dict:
     out = {**report, "conditions": conditions, "sink_mass_columns": trained.get("sink_mass_columns")}
     if "sink_columns" in report and "sink_columns" in trained:
         out["sink_columns"] = {**report["sink_columns"], "trained": trained["sink_columns"]["trained"]}
-    return out
+    return Report(out, name="the substituted report")
 
-
-# ----------------------------------------------------------------------- the rules replaced, answered here too
-_HISTORY = ("RULE_CHANGES", "e1_rule1", "e2_rule1", "scale_slope", "e3_rule1", "e1_rule2", "e1_table_rule2",
-            "e2_rule2", "e2_table_rule2", "e3_rule2")
-
-
-def __getattr__(name: str):
-    """``report.e1_rule1``, ``report.e1_rule2`` and the other replaced rules: :mod:`connlap_lite.rules_history`'s."""
-    if name in _HISTORY:
-        return getattr(rules_history, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HISTORY])

@@ -37,9 +37,12 @@ def _combine(verdicts: list[str]) -> str:
     return decided[0] if len(set(decided)) == 1 else "partly"
 
 
+NEED = ("model", "encoder", "family", "non_embedding_parameters")    # what the scorecard reads of each report
+
+
 def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """One row per claim and structure: the rule's verdict, the metric, the models and the numbers."""
-    reports = check_reports(reports, need=("model", "encoder", "family", "non_embedding_parameters"))
+    reports = check_reports(reports, need=NEED)
     rows = []
     for structure, is_enc in (("encoder", True), ("decoder", False)):
         group = [r for r in reports if r["encoder"] == is_enc]
@@ -152,7 +155,7 @@ def rule_changes(reports: list[dict]) -> list[dict]:
     ``{rule: {key: (as measured before, as measured now)}}``, the rules it lists applied to the archived
     measurement (:func:`connlap_lite.record.archived_view`) and to the current one (None where the reports do
     not hold the archived keys)."""
-    reports = check_reports(reports, need=("model", "encoder", "family", "non_embedding_parameters", "parameters"))
+    reports = check_reports(reports, need=(*NEED, "parameters"))
     rules = {c[e] for c in H.RULE_CHANGES for e in ("from", "to")} | {k for c in H.MEASUREMENT_CHANGES
                                                                        for k in c["rules"]}
     by_rule = {k: _verdicts_by_rule(reports, k) for k in rules}

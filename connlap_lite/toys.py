@@ -1,7 +1,8 @@
 """Toy connections that the explorers, their chapter and the graded exercises share: the rotation connection
-on a cycle (holonomy) and a small walk with each condition of T3 switched on or off; and the random symmetric
-weights and metric transports that the connection-Laplacian chapter builds its walks from. Plain functions of
-arrays, with no plotting and no widgets, so that grading imports neither matplotlib nor ipywidgets.
+on a cycle (holonomy) and a small walk with each condition (S), (R), (M) of the reduction theorem (chapter *When the
+generator is a connection Laplacian*) switched on or off; and the random symmetric weights and metric transports
+that the connection-Laplacian chapter builds its walks from. Plain functions of arrays, with no plotting and no
+widgets, so that grading imports neither matplotlib nor ipywidgets.
 
 Chapters: *Interactive explorers* (``book/interactive/explorers.ipynb``), *When the generator is a connection
 Laplacian* (``book/theory/laplacian.ipynb``).
@@ -46,8 +47,9 @@ def cycle_connection(n: int, angle: float) -> ConnectionWalk:
 
     Every step ``k -> k + 1`` rotates the fibre ``R^2`` by ``angle / n`` and every step back by
     ``-angle / n``; the weights are 1 on the cycle's edges.  The walk satisfies (S), (R) and
-    (M), so its generator is a connection Laplacian (D4) and its kernel is the parallel
-    sections: 2-dimensional at holonomy 0 and trivial otherwise (T3).
+    (M), so its generator is a connection Laplacian and its kernel is the parallel
+    sections: 2-dimensional at holonomy 0 and trivial otherwise (the reduction theorem, chapter
+    *When the generator is a connection Laplacian*).
 
     Examples
     --------
@@ -79,7 +81,7 @@ def holonomy_spectrum(n: int, angle: float, *, tol: float = KERNEL_TOL) -> tuple
     return eig, int((eig < tol).sum())
 
 
-SCALE = 1.5      # (S) off: the walk amplifies, P -> 1.5 P (T3's counterexample)
+SCALE = 1.5      # (S) off: the walk amplifies, P -> 1.5 P (the reduction theorem's counterexample)
 DRIFT = 2.0      # (R) off: a one-way current of this weight around the ring 0 -> 1 -> ... -> 0
 NOISE = 0.8      # (M) off: Gaussian noise of this size added to every transport
 TWIST = 0.3      # the connection is a frame change of small rotations: nearly flat
@@ -87,7 +89,7 @@ TWIST = 0.3      # the connection is a frame change of small rotations: nearly f
 
 def conditions_walk(stochastic: bool = True, reversible: bool = True, isometric: bool = True,
                     *, n: int = 8, seed: int = 0) -> ConnectionWalk:
-    """A connection walk on ``n`` vertices, ``d = 2``, with each condition of T3 on or off.
+    """A connection walk on ``n`` vertices, ``d = 2``, with each condition of the reduction theorem on or off.
 
     All on: ``P = D^{-1} w`` for random symmetric weights ``w`` (so (S) and (R)), and
     ``T_ij = R(phi_i + eps_ij - phi_j)`` with ``eps`` antisymmetric and small (so (M), and the
@@ -136,7 +138,7 @@ class ConditionsReport:
     real: bool               # spectrum on the real line
     in_range: bool           # real parts in [0, 2]
     nonnegative: bool        # Dirichlet energy >= 0 for every section
-    defects: dict            # D5's defects of the walk
+    defects: dict            # the walk's defects (chapter *Reversibility, defects and low-rank heads*)
 
     @property
     def min_energy(self) -> float:
@@ -145,7 +147,7 @@ class ConditionsReport:
 
     @property
     def holds(self) -> bool:
-        """All three consequences of T3 hold."""
+        """All three consequences of the reduction theorem hold."""
         return self.real and self.in_range and self.nonnegative
 
 
@@ -157,7 +159,7 @@ def conditions_report(walk: ConnectionWalk, *, n_sections: int = 200, seed: int 
     whether (S) holds or not).  The least energy per unit ``<f, f>_pi`` is the smallest
     eigenvalue of ``Pi^{-1/2} sym(Pi L) Pi^{-1/2}``; the random sections show how typical
     sections fare.  Under (S, R, M) the spectrum is real, in ``[0, 2]``, and the energy is
-    nonnegative (T3).
+    nonnegative (the reduction theorem).
 
     Examples
     --------

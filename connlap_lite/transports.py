@@ -3,11 +3,11 @@
 A transport ``T_ij`` maps the fibre at token ``j`` to the fibre at token ``i``
 (column convention of the chapter *Connection walks*).  Four shapes of transport cover the book:
 
-``ConstantTransport``  one ``d x d`` matrix on every edge (D2, single head);
+``ConstantTransport``  one ``d x d`` matrix on every edge (constant transport, a single head);
 ``MixtureTransport``   ``T_ij = sum_h weights[h, i, j] T_h`` with the ``T_h``
-                       kept as factors (T2, multi-head attention);
-``EdgeTransport``      an explicit ``(n, n, d, d)`` array (small examples, D4);
-``FrameChange``        another transport seen in new frames, ``G_i T_ij G_j^{-1}`` (D3b).
+                       kept as factors (multi-head attention);
+``EdgeTransport``      an explicit ``(n, n, d, d)`` array (small examples, connection Laplacians);
+``FrameChange``        another transport seen in new frames, ``G_i T_ij G_j^{-1}`` (the frame-change gauge).
 
 Each one applies itself to a section without forming any ``n*d x n*d`` matrix;
 ``blocks`` builds the dense ``(n, n, d, d)`` array only when asked.
@@ -27,7 +27,8 @@ class HeadTransports:
 
     For attention head ``h`` in group ``g(h)``, ``U_h = W_O^h`` read as a ``d x d_h``
     map and ``V_h = W_V^{g(h)}`` as a ``d_h x d`` map, so ``T_h = (W_V W_O)^T``
-    in the book's column convention; its rank is at most ``d_h`` (P3).
+    in the book's column convention; its rank is at most ``d_h`` (the low-rank proposition, chapter
+    *Reversibility, defects and low-rank heads*).
 
     Parameters
     ----------
@@ -39,7 +40,7 @@ class HeadTransports:
         The key/value group ``g(h)`` of each head (grouped-query attention); None when every
         head has its own.
     offset : array, shape (d,), optional
-        The affine part ``c`` of the layer's update from the value and output biases (T1).
+        The affine part ``c`` of the layer's update from the value and output biases.
 
     Examples
     --------
@@ -197,7 +198,7 @@ class Transport:
         raise NotImplementedError
 
     def rescaled(self, c: torch.Tensor) -> "Transport":
-        """The transport ``T_ij / c_ij`` (edge-rescaling gauge, D3a)."""
+        """The transport ``T_ij / c_ij`` (edge-rescaling gauge)."""
         raise NotImplementedError
 
     def to(self, **kw) -> "Transport":
@@ -205,7 +206,7 @@ class Transport:
 
 
 class ConstantTransport(Transport):
-    """The same ``d x d`` matrix ``T`` on every edge (D2): ``W = P ⊗ T``."""
+    """The same ``d x d`` matrix ``T`` on every edge (constant transport): ``W = P ⊗ T``."""
 
     def __init__(self, T):
         self.T = to_tensor(T, "T", ndim=2)
@@ -243,7 +244,7 @@ def _over(patterns: torch.Tensor, mean: torch.Tensor, *, inplace: bool = False) 
 
 
 class MixtureTransport(Transport):
-    """``T_ij = sum_h weights[h, i, j] T_h`` with ``T_h`` factored (T2).
+    """``T_ij = sum_h weights[h, i, j] T_h`` with ``T_h`` factored (the multi-head theorem).
 
     For multi-head attention the weights are ``H * gamma^h_ij``: ``H`` times the
     attention gates.  Applying it costs ``O(H n^2 r + H n d r)``; no ``T_ij`` is formed.
@@ -380,7 +381,7 @@ class EdgeTransport(Transport):
 
 
 class FrameChange(Transport):
-    """``base`` seen in new frames: ``T'_ij = G_i T_ij G_j^{-1}`` (D3b)."""
+    """``base`` seen in new frames: ``T'_ij = G_i T_ij G_j^{-1}`` (the frame-change gauge)."""
 
     def __init__(self, base: Transport, G):
         self.base = base

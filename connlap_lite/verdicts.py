@@ -4,7 +4,8 @@
 ``combine(a, b)``                two conditions' flags into holds / partly / does not hold;
 ``decide(rows, conditions)``     a table's p-values Holm-corrected as one family, its resolution checked;
 ``data_status(report)``          "insufficient data" below ``MIN_PASSAGES`` passages or ``MIN_SEEDS`` seeds;
-``check_reports(reports)``       a list of reports, or an error naming what is wrong.
+``check_report(report)``         a :class:`~connlap_lite.record.Report` with what the rules read, or an error naming
+                                 what is wrong; ``check_reports`` for a list.
 
 "undefined" is the answer wherever a value a rule reads is NaN or infinite: an undefined number is
 never a win and never a verdict.  "not comparable" is the scorecard's answer for a corpus measured
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from .record import Report
 from .stats import check_resolution, holm
 
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable", "insufficient data", "undefined",
@@ -79,22 +81,45 @@ def decide(rows: list[dict], *conditions: tuple[str, str], n_boot: int | None = 
     return rows
 
 
-def check_reports(reports, name: str = "reports", need=("model",)) -> list[dict]:
-    """``reports`` as a list of reports with a trained condition and the keys ``need``; or an error naming it."""
+def check_report(report, name: str = "report", need=("model",)) -> Report:
+    """``report`` as a :class:`~connlap_lite.record.Report` with a trained condition and the keys ``need``; or an
+    error naming it (``name``: its place in a list, or the file it was read from) and what is wrong with it.
+
+    A Report is taken as it is (validated when it was made); any other record is made one here, which checks its
+    shape and raises its problems by name (:func:`connlap_lite.record.problems`).
+
+    >>> check_report({"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}}, "m.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: m.json is not a measurement record from connlap_lite.analysis.analyze: trained/sink holds 2 per-layer lists, not 3
+    """
+    if not isinstance(report, dict) or not isinstance(report.get("conditions"), dict):
+        raise TypeError(f"{name} must be a report from connlap_lite.analysis.analyze (a dict with 'conditions'), "
+                        f"got {type(report).__name__}")
+    if not isinstance(report, Report):
+        report = Report(report, name=name)
+    missing = [k for k in need if k not in report]
+    if missing:
+        raise ValueError(f"{name} lacks {missing}: pass reports made by connlap_lite.analysis.analyze")
+    if "trained" not in report["conditions"]:
+        raise ValueError(f"{name} has no 'trained' condition (conditions: {sorted(report['conditions'])}); the "
+                         "rules compare a trained model with its nulls: analyze without random_init")
+    return report
+
+
+def check_reports(reports, name: str = "reports", need=("model",)) -> list[Report]:
+    """``reports`` as a list of :class:`~connlap_lite.record.Report`, each checked by :func:`check_report` (and
+    named by its place, ``reports[2]``); or an error naming what is wrong.
+
+    >>> check_reports([{"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}}])
+    Traceback (most recent call last):
+    ...
+    ValueError: reports[0] is not a measurement record from connlap_lite.analysis.analyze: trained/sink holds 2 per-layer lists, not 3
+    """
     if isinstance(reports, (dict, str, bytes)) or not hasattr(reports, "__iter__"):
         raise TypeError(f"{name} must be a list of reports from analyze, got {type(reports).__name__}; "
                         "wrap a single report: [report]")
     reports = list(reports)
     if not reports:
         raise ValueError(f"{name} is empty: pass at least one report from connlap_lite.analysis.analyze")
-    for i, r in enumerate(reports):
-        if not isinstance(r, dict) or not isinstance(r.get("conditions"), dict):
-            raise TypeError(f"{name}[{i}] must be a report from connlap_lite.analysis.analyze (a dict with "
-                            f"'conditions'), got {type(r).__name__}")
-        missing = [k for k in need if k not in r]
-        if missing:
-            raise ValueError(f"{name}[{i}] lacks {missing}: pass reports made by connlap_lite.analysis.analyze")
-        if "trained" not in r["conditions"]:
-            raise ValueError(f"{name}[{i}] has no 'trained' condition (conditions: {sorted(r['conditions'])}); the "
-                             "rules compare a trained model with its nulls: analyze without random_init")
-    return reports
+    return [check_report(r, f"{name}[{i}]", need) for i, r in enumerate(reports)]

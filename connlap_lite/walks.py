@@ -1,4 +1,4 @@
-"""Connection walks (D1-D3): a walk matrix and a transport on each of its edges.
+"""Connection walks: a walk matrix and a transport on each of its edges, their gauges and holonomy.
 
 Chapter: *Connection walks* (``book/theory/walks.ipynb``).
 """
@@ -22,7 +22,7 @@ def _as_transport(transport, d_hint=None) -> Transport:
 
 
 class ConnectionWalk:
-    """A connection walk ``(P, T)`` (D1) and its propagation operator ``W``.
+    """A connection walk ``(P, T)`` and its propagation operator ``W``.
 
     ``(W f)_i = sum_j P_ij T_ij f_j``: messages from token ``j`` are carried to
     token ``i`` by the transport ``T_ij`` and averaged with the walk weights.
@@ -33,11 +33,13 @@ class ConnectionWalk:
     P : array, shape (n, n)
         Nonnegative walk matrix; its support ``P_ij > 0`` is the edge set ``E``.
     transport : array of shape (d, d) or (n, n, d, d), or a ``Transport``
-        A ``d x d`` matrix means constant transport (D2); an ``(n, n, d, d)``
+        A ``d x d`` matrix means constant transport; an ``(n, n, d, d)``
         array gives one transport per edge; ``MixtureTransport`` keeps the
-        multi-head mixture factored (T2).
+        multi-head mixture factored (the multi-head theorem, chapter
+        *Multi-head attention is one edge-dependent connection walk*).
     offset : array, shape (d,) or (n, d), optional
-        An affine part ``c`` added after the walk (attention biases, T1):
+        An affine part ``c`` added after the walk (attention biases, chapter
+        *Single-head attention is a connection walk*):
         ``walk(X) = W X + 1 c^T`` (or ``+ c`` row by row for an ``(n, d)`` offset).
 
     Numpy in gives numpy out from every method; the attributes ``P``, ``transport``
@@ -53,7 +55,7 @@ class ConnectionWalk:
     >>> walk.apply(f)                                    # P f R^T
     array([[-0.5 ,  0.5 ],
            [-0.75,  0.25]])
-    >>> np.allclose(walk.dense(), np.kron(P, R))         # D2: W = P ⊗ T
+    >>> np.allclose(walk.dense(), np.kron(P, R))         # constant transport: W = P ⊗ T
     True
     >>> walk.holonomy([0, 1])                           # R @ R: a half turn
     array([[-1.,  0.],
@@ -102,7 +104,7 @@ class ConnectionWalk:
 
     @property
     def is_constant(self) -> bool:
-        """Whether the transport is a single matrix on every edge (D2)."""
+        """Whether the transport is a single matrix on every edge (constant transport)."""
         return isinstance(self.transport, ConstantTransport)
 
     def __repr__(self) -> str:
@@ -131,7 +133,7 @@ class ConnectionWalk:
         return out(Y.reshape(-1) if flat else Y, numpy)
 
     def __call__(self, X):
-        """``W X + 1 c^T``: what an attention module outputs for input ``X`` (T1)."""
+        """``W X + 1 c^T``: what an attention module outputs for input ``X``."""
         F, numpy, flat = self._section(X, "X")
         Y = self.transport.apply(self.P, F)
         if self.offset is not None:
@@ -194,7 +196,7 @@ class ConnectionWalk:
 
     # ----------------------------------------------------------------- gauges
     def rescale(self, c) -> "ConnectionWalk":
-        """Edge-rescaling gauge (D3a): ``(P_ij, T_ij) -> (c_ij P_ij, T_ij / c_ij)``.
+        """Edge-rescaling gauge: ``(P_ij, T_ij) -> (c_ij P_ij, T_ij / c_ij)``.
 
         ``c`` must be positive on every edge; entries off the support are ignored.
         ``W`` and the offset are unchanged.
@@ -208,7 +210,7 @@ class ConnectionWalk:
         return self._with(self.P * c, self.transport.rescaled(c), self.offset)
 
     def change_frame(self, G) -> "ConnectionWalk":
-        """Frame-change gauge (D3b): ``f_i -> G_i f_i``, ``T_ij -> G_i T_ij G_j^{-1}``.
+        """Frame-change gauge: ``f_i -> G_i f_i``, ``T_ij -> G_i T_ij G_j^{-1}``.
 
         ``G`` is an ``(n, d, d)`` stack of invertible matrices.  The new operator is
         ``diag(G) W diag(G)^{-1}``: similar to ``W``, with the same spectrum.  An offset

@@ -1,4 +1,5 @@
-"""Interactive explorers: a real model's walks, holonomy on a cycle, and the conditions of T3.
+"""Interactive explorers: a real model's walks, holonomy on a cycle, and the conditions (S), (R), (M) under which
+the generator is a connection Laplacian.
 
 =====================  ===================================================================
 explorer               what it shows (and the plain functions that compute it)
@@ -7,11 +8,11 @@ explorer               what it shows (and the plain functions that compute it)
                        transports' singular values and the defects of the heaviest edge
                        transports (:func:`layer_attention`, :func:`model_view`)
 ``holonomy_explorer``  a rotation connection on a cycle: the Laplacian's spectrum and
-                       kernel against the holonomy angle (:func:`cycle_connection`,
-                       :func:`holonomy_spectrum`)
+                       kernel against the holonomy angle (:mod:`~connlap_lite.toys`'
+                       ``cycle_connection``, ``holonomy_spectrum``)
 ``conditions_lab``     (S), (R) and (M) switched on and off: the generator's spectrum and
-                       the sign of the Dirichlet energy (:func:`conditions_walk`,
-                       :func:`conditions_report`)
+                       the sign of the Dirichlet energy (:mod:`~connlap_lite.toys`'
+                       ``conditions_walk``, ``conditions_report``)
 =====================  ===================================================================
 
 Every number a widget shows comes from a plain function that knows nothing of widgets,
@@ -36,9 +37,9 @@ import torch
 from . import metrics as M
 from ._backend import check_index, integer
 from .attention import walk_from_heads
+from .edges import edge_defects
 from .extraction import attention_walks, head_transports
-from .toys import (DRIFT, KERNEL_TOL, NOISE, SCALE, TWIST, VERDICT_TOL,  # noqa: F401  (the toys, also here)
-                   ConditionsReport, conditions_report, conditions_walk, cycle_connection, holonomy_spectrum)
+from .toys import KERNEL_TOL, VERDICT_TOL, ConditionsReport, conditions_report, conditions_walk, holonomy_spectrum
 from .transports import HeadTransports
 
 
@@ -201,7 +202,7 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
 
     def draw(stochastic, reversible, isometric, seed):
         report = conditions_report(conditions_walk(stochastic, reversible, isometric, seed=seed))
-        verdict = "all three consequences hold" if report.holds else "T3's conclusion fails"
+        verdict = "all three consequences hold" if report.holds else "the theorem's conclusion fails"
         d = report.defects
         readout.value = (f"<b>{verdict}</b>: spectrum real {report.real}, in [0, 2] {report.in_range}, "
                          f"least energy {report.min_energy:.3f}.  Defects: "
@@ -224,7 +225,7 @@ class ModelView:
     head_sv: torch.Tensor       # (H, r) singular values of each head transport T_h
     head_defect: torch.Tensor   # (H,) scaled-isometry defect of each T_h (rank d_h)
     edges: list                 # the heaviest edges (i, j) of ``walk``, off the diagonal and the sinks
-    edge_defect: torch.Tensor   # (m,) rank-free defect of each edge transport T_ij (T2's gated mixture)
+    edge_defect: torch.Tensor   # (m,) rank-free defect of each edge transport T_ij (the heads' gated mixture)
     head: int | None
     query: int
 
@@ -249,15 +250,15 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     ----------
     attention : (H, n, n) the layer's attention for one passage (:func:`layer_attention`)
     heads : the layer's head transports (:func:`connlap_lite.head_transports`)
-    head : a head to show, or None for the layer's walk ``P`` (the mean over heads, T2)
+    head : a head to show, or None for the layer's walk ``P`` (the mean over heads)
     query : the token whose edges' gates ``gamma^h_{qj} = A^h_qj / sum_h A^h_qj`` are shown
     n_edges : how many of the heaviest edges of the shown walk get their transport's defect
     sinks : token positions left out of those edges (the attention sinks)
 
-    The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`, T2): its
+    The layer is read as the book's multi-head walk (:func:`connlap_lite.attention.walk_from_heads`): its
     ``P`` is the walk shown, and its :class:`connlap_lite.MixtureTransport` holds the gates (as its weights
     ``H gamma^h_ij``) and the head transports.  The edge transports ``T_ij = H sum_h gamma^h_ij T_h`` are never
-    formed: their defects come from the factors (:func:`connlap_lite.metrics.edge_defects`, as in ``analyze``).
+    formed: their defects come from the factors (:func:`connlap_lite.edges.edge_defects`, as in ``analyze``).
 
     Chapter: *Interactive explorers*.
     """
@@ -269,7 +270,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
         raise ValueError(f"head must be None (the layer's walk) or an int in [0, {H}), got {head!r}")
     if not 0 <= query < n:
         raise ValueError(f"query must be a token position in [0, {n}), got {query!r}")
-    layer = walk_from_heads(A, heads.to(device="cpu"))     # T2: P = mean of heads, gated mixture transport
+    layer = walk_from_heads(A, heads.to(device="cpu"))     # P = mean of heads, gated mixture transport
     mixture = layer.transport                               # weights H gamma^h_ij, heads T_h (float64)
     walk = layer.P if head is None else A[head]
     allowed = ~torch.eye(n, dtype=torch.bool)
@@ -282,7 +283,7 @@ def model_view(attention, heads: HeadTransports, *, head: int | None = None, que
     cols = torch.tensor([e[1] for e in edges], dtype=torch.long)
     return ModelView(walk=walk, gates=mixture.weights[:, query] / H, head_sv=heads.singular_values().double().cpu(),
                      head_defect=M.scaled_isometry_defect(heads).cpu(), edges=edges,
-                     edge_defect=M.edge_defects(A, mixture.heads, rows, cols),    # T_ij's, factored
+                     edge_defect=edge_defects(A, mixture.heads, rows, cols),    # T_ij's, factored
                      head=head, query=query)
 
 
@@ -359,7 +360,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
                    query: int = 1, n_tokens: int = 32):
     """Controls for model, passage, layer, head and query token over :func:`model_figure`.
 
-    ``model`` is an offline short name (:data:`connlap_lite.models.OFFLINE`).  Each model is
+    ``model`` is an offline short name (:data:`connlap_lite.offline.OFFLINE`).  Each model is
     loaded once and each passage run through it once (cached); a control change recomputes
     only the shown layer.  ``.controls`` holds the controls, ``.readout`` a summary and
     ``.view`` the current :class:`ModelView`.
@@ -370,7 +371,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
 
     from .adapters import describe
     from .metrics import sink_columns
-    from .models import OFFLINE
+    from .offline import OFFLINE
 
     if model not in OFFLINE:
         raise ValueError(f"model must be an offline short name, one of {list(OFFLINE)}; got {model!r}")

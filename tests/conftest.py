@@ -19,7 +19,7 @@ def fake_chunked(tmp_path, monkeypatch, module: str, chunk: str, data: list[byte
     offline model ``"fake"``. Returns the ``Chunked`` spec, the whole file and the cache folder to use."""
     import hashlib
 
-    from connlap_lite import models
+    from connlap_lite import offline
 
     for k, blob in enumerate(data, 1):
         pkg = tmp_path / "site" / f"{module}{k}"
@@ -28,6 +28,6 @@ def fake_chunked(tmp_path, monkeypatch, module: str, chunk: str, data: list[byte
         (pkg / chunk.format(k=k, j=k - 1)).write_bytes(blob)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     whole = b"".join(data)
-    spec = models.Chunked(module + "{k}", chunk, len(data), len(whole), hashlib.sha256(whole).hexdigest(), "fake.gguf")
-    monkeypatch.setitem(models.OFFLINE, "fake", f"{module}1..{len(data)}==0")
+    spec = offline.Chunked(module + "{k}", chunk, len(data), len(whole), hashlib.sha256(whole).hexdigest(), "fake.gguf")
+    monkeypatch.setitem(offline.OFFLINE, "fake", f"{module}1..{len(data)}==0")
     return spec, whole, tmp_path / "cache"

@@ -97,14 +97,14 @@ def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp
     ``random_like(model, 1000)`` once for both chapters, and its known results are those measured on their own."""
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     import tiny_models
-    from connlap_lite import analysis, nulls
+    from connlap_lite import analysis, models, nulls
     from connlap_lite.known import known_results
     from connlap_lite.known import report as known_report
 
     folder = tiny_models.make_folder(tmp_path / "m")
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
     loads, nulls_built = [], []
-    real_load, real_like = analysis.load_model, nulls.random_like
+    real_load, real_like = models.load_model, nulls.random_like
 
     def load(*a, **kw):
         loads.append(a)

@@ -1,4 +1,5 @@
-"""Reference attention and its exact walk decompositions (T1, T2)."""
+"""Reference attention and its exact walk decompositions: the single-head and the multi-head theorems (chapters
+*Single-head attention is a connection walk*, *Multi-head attention is one edge-dependent connection walk*)."""
 import math
 
 import numpy as np

@@ -14,11 +14,17 @@ import torch
 
 import connlap_lite as C
 from connlap_lite import analysis as A
+from connlap_lite import edges
 from connlap_lite import metrics as M
 from connlap_lite import models
+from connlap_lite import nulls
+from connlap_lite import record
 from connlap_lite import report as RP
+from connlap_lite import rules_history
 from connlap_lite import scorecard as S
+from connlap_lite import stats
 from connlap_lite import text as T
+from connlap_lite import verdicts
 from connlap_lite.transports import ConstantTransport, EdgeTransport, MixtureTransport
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -262,16 +268,16 @@ METRICS = [
     ("stationary not square", lambda: M.stationary(torch.ones(2, 3)), ValueError, "P must be a walk matrix"),
     ("reversibility negative", lambda: M.reversibility(-U5), ValueError, "P must be nonnegative"),
     ("reversibility numpy not square", lambda: M.reversibility(np.ones((2, 3))), ValueError, "P must be a walk matrix"),
-    ("rank free empty", lambda: M.rank_free_defect(torch.zeros(0)), ValueError, "s must hold nonnegative singular"),
-    ("rank free negative", lambda: M.rank_free_defect(torch.tensor([1.0, -1.0])), ValueError,
+    ("rank free empty", lambda: edges.rank_free_defect(torch.zeros(0)), ValueError, "s must hold nonnegative singular"),
+    ("rank free negative", lambda: edges.rank_free_defect(torch.tensor([1.0, -1.0])), ValueError,
      "s must hold nonnegative singular"),
-    ("gated weights shape", lambda: M.gated_singular_values(torch.ones(3, 2), HEADS, W.groups()), ValueError,
+    ("gated weights shape", lambda: edges.gated_singular_values(torch.ones(3, 2), HEADS, W.groups()), ValueError,
      r"weights must have shape \(m, 4\)"),
-    ("gated groups float", lambda: M.gated_singular_values(torch.ones(3, 4), HEADS, torch.zeros(4)), ValueError,
+    ("gated groups float", lambda: edges.gated_singular_values(torch.ones(3, 4), HEADS, torch.zeros(4)), ValueError,
      "groups must hold 4 nonnegative int"),
-    ("gated groups gap", lambda: M.gated_singular_values(torch.ones(3, 4), HEADS, torch.tensor([0, 0, 2, 2])),
+    ("gated groups gap", lambda: edges.gated_singular_values(torch.ones(3, 4), HEADS, torch.tensor([0, 0, 2, 2])),
      ValueError, "group 1 has no head"),
-    ("gated heads", lambda: M.gated_singular_values(torch.ones(3, 4), "h", W.groups()), TypeError,
+    ("gated heads", lambda: edges.gated_singular_values(torch.ones(3, 4), "h", W.groups()), TypeError,
      "heads must be a HeadTransports"),
     ("fold gain length", lambda: M.fold_gain(HEADS, torch.ones(7)), ValueError, r"gain must have shape \(8,\)"),
     ("fold gain heads", lambda: M.fold_gain(np.ones((2, 2)), None), TypeError, "heads must be a HeadTransports"),
@@ -282,21 +288,21 @@ METRICS = [
      "X contains NaN"),
     ("copy score dense", lambda: M.copy_score(torch.eye(3)[None]), TypeError, "heads must be a HeadTransports"),
     ("overlap list", lambda: M.read_write_overlap([1, 2]), TypeError, "heads must be a HeadTransports"),
-    ("q4 vector", lambda: M.q4_roundtrip(torch.ones(5)), ValueError, r"W must be a floating \(out, in\)"),
-    ("q4 numpy", lambda: M.q4_roundtrip(np.ones((2, 2))), ValueError, r"W must be a floating \(out, in\)"),
-    ("q4 block zero", lambda: M.q4_roundtrip(torch.ones(2, 4), block=0), ValueError, "block must be at least 1"),
-    ("rotation seed", lambda: M.rotation_null(HEADS, -1), ValueError, "seed must be at least 0"),
-    ("gaussian seed float", lambda: M.gaussian_null(HEADS, 0.5), TypeError, "seed must be an int"),
+    ("q4 vector", lambda: nulls.q4_roundtrip(torch.ones(5)), ValueError, r"W must be a floating \(out, in\)"),
+    ("q4 numpy", lambda: nulls.q4_roundtrip(np.ones((2, 2))), ValueError, r"W must be a floating \(out, in\)"),
+    ("q4 block zero", lambda: nulls.q4_roundtrip(torch.ones(2, 4), block=0), ValueError, "block must be at least 1"),
+    ("rotation seed", lambda: nulls.rotation_null(HEADS, -1), ValueError, "seed must be at least 0"),
+    ("gaussian seed float", lambda: nulls.gaussian_null(HEADS, 0.5), TypeError, "seed must be an int"),
     ("scaled defect dense", lambda: M.scaled_isometry_defect(torch.eye(3)), TypeError,
      "heads must be a HeadTransports"),
-    ("bootstrap empty", lambda: M.bootstrap_ci(torch.zeros(0)), ValueError, "values must hold at least one value"),
-    ("bootstrap level", lambda: M.bootstrap_ci(torch.ones(3), level=95), ValueError, r"level must be a number in"),
-    ("bootstrap n_boot", lambda: M.bootstrap_ci(torch.ones(3), n_boot=0), ValueError, "n_boot must be at least 1"),
-    ("bootstrap strings", lambda: M.bootstrap_ci(["a", "b"]), TypeError, "values must be a numeric"),
-    ("spearman lengths", lambda: M.spearman(range(3), [1, 2]), ValueError, "x and y must have the same length"),
-    ("spearman string", lambda: M.spearman("abc", [1, 2, 3]), TypeError, "x must be a sequence of numbers"),
-    ("spearman 2-d", lambda: M.spearman(range(2), [[1, 2], [3, 4]]), ValueError, "y must be one-dimensional"),
-    ("spearman None", lambda: M.spearman(None, [1]), TypeError, "x must be a sequence of numbers"),
+    ("bootstrap empty", lambda: stats.bootstrap_ci(torch.zeros(0)), ValueError, "values must hold at least one value"),
+    ("bootstrap level", lambda: stats.bootstrap_ci(torch.ones(3), level=95), ValueError, r"level must be a number in"),
+    ("bootstrap n_boot", lambda: stats.bootstrap_ci(torch.ones(3), n_boot=0), ValueError, "n_boot must be at least 1"),
+    ("bootstrap strings", lambda: stats.bootstrap_ci(["a", "b"]), TypeError, "values must be a numeric"),
+    ("spearman lengths", lambda: stats.spearman(range(3), [1, 2]), ValueError, "x and y must have the same length"),
+    ("spearman string", lambda: stats.spearman("abc", [1, 2, 3]), TypeError, "x must be a sequence of numbers"),
+    ("spearman 2-d", lambda: stats.spearman(range(2), [[1, 2], [3, 4]]), ValueError, "y must be one-dimensional"),
+    ("spearman None", lambda: stats.spearman(None, [1]), TypeError, "x must be a sequence of numbers"),
     ("stationary zero row", lambda: M.stationary(np.array([[1.0, 0.0], [0.0, 0.0]])), ValueError,
      r"P must be row-stochastic: row 1 sums to 0 \(a token that attends nowhere\); normalise its rows"),
     ("stationary rows off", lambda: M.stationary(np.full((3, 3), 0.5)), ValueError,
@@ -307,9 +313,9 @@ METRICS = [
      "P must be irreducible for reversibility: .* apply metrics.teleport"),
     ("reversibility zero row", lambda: M.reversibility(np.array([[0.5, 0.5], [0.0, 0.0]])), ValueError,
      "P must be row-stochastic: row 1 sums to 0"),
-    ("bootstrap_ci inf", lambda: M.bootstrap_ci([1.0, np.inf, 2.0]), ValueError,
+    ("bootstrap_ci inf", lambda: stats.bootstrap_ci([1.0, np.inf, 2.0]), ValueError,
      r"values must be finite: 1 of its 3 samples is inf or NaN \(the first at index \(1,\)\); drop the undefined"),
-    ("bootstrap_ci NaN", lambda: M.bootstrap_ci(np.array([[1.0, np.nan], [2.0, 3.0]])), ValueError,
+    ("bootstrap_ci NaN", lambda: stats.bootstrap_ci(np.array([[1.0, np.nan], [2.0, 3.0]])), ValueError,
      r"values must be finite: .* index \(0, 1\)"),
 ]
 
@@ -569,12 +575,12 @@ ANALYSIS = [
      "encoder=True but LlamaForCausalLM is causal"),
     ("measure too long", lambda m: A.measure(m, {"input_ids": torch.ones(2, 20, dtype=torch.long)}, encoder=False),
      ValueError, "more than the 16 positions"),
-    ("curve metric", lambda m: RP.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
-    ("curve condition", lambda m: RP.layer_curve(GOOD, "head_defect", "shuffled"), ValueError,
+    ("curve metric", lambda m: record.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
+    ("curve condition", lambda m: record.layer_curve(GOOD, "head_defect", "shuffled"), ValueError,
      "condition must be one of the report's conditions"),
-    ("curve not report", lambda m: RP.layer_curve([], "tv"), TypeError, "report must be a report from"),
-    ("trend metric", lambda m: RP.depth_trend(GOOD, 3), ValueError, "metric must be one of"),
-    ("trend damaged", lambda m: RP.depth_trend({"conditions": {"trained": {"tv": []}}}, "tv"), ValueError,
+    ("curve not report", lambda m: record.layer_curve([], "tv"), TypeError, "report must be a report from"),
+    ("trend metric", lambda m: record.depth_trend(GOOD, 3), ValueError, "metric must be one of"),
+    ("trend damaged", lambda m: record.depth_trend({"conditions": {"trained": {"tv": []}}}, "tv"), ValueError,
      "must be a non-empty list of per-layer lists"),
 ]
 
@@ -614,12 +620,12 @@ SCORECARD = [
     ("e3 no family", lambda: RP.e3([_without("family")], "head_defect"), ValueError, r"lacks \['family'\]"),
     ("e3 parameters zero", lambda: RP.e3([{**GOOD, "non_embedding_parameters": 0}], "head_defect"), ValueError,
      "non_embedding_parameters must be positive"),
-    ("rule 1 parameters zero", lambda: RP.e3_rule1([{**GOOD, "parameters": 0}], "head_defect"), ValueError,
+    ("rule 1 parameters zero", lambda: rules_history.e3_rule1([{**GOOD, "parameters": 0}], "head_defect"), ValueError,
      "reports must count positive parameters"),
-    ("slope n_boot", lambda: RP.scale_slope([GOOD], "head_defect", n_boot=0), ValueError, "n_boot must be at least 1"),
-    ("late empty", lambda: RP.late([]), ValueError, "values must be a non-empty list"),
-    ("late fraction", lambda: RP.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
-    ("late value condition", lambda: RP.late_value(GOOD, "head_defect", "shuffled"), ValueError,
+    ("slope n_boot", lambda: rules_history.scale_slope([GOOD], "head_defect", n_boot=0), ValueError, "n_boot must be at least 1"),
+    ("late empty", lambda: record.late([]), ValueError, "values must be a non-empty list"),
+    ("late fraction", lambda: record.late([[1.0]], fraction=2), ValueError, r"fraction must be a number in \(0, 1\]"),
+    ("late value condition", lambda: record.late_value(GOOD, "head_defect", "shuffled"), ValueError,
      "condition must be one of"),
     ("substitute other passages", lambda: RP.substitute({**GOOD, "windows": [[0, 0]]},
                                                         {**GOOD, "passages": 99, "windows": [[0, 0]]}), ValueError,
@@ -789,7 +795,7 @@ def _spearman_small():
     from connlap_lite._backend import UndefinedWarning
 
     with pytest.warns(UndefinedWarning, match="Spearman's rho is undefined .* fewer than three points"):
-        rho, p = M.spearman([0, 1], [3.0, 1.0])
+        rho, p = stats.spearman([0, 1], [3.0, 1.0])
     return math.isnan(rho) and math.isnan(p)
 
 
@@ -800,7 +806,7 @@ def _isometry_float32():
 def _scorecard_single():
     from test_report import fake
     rows = S.scorecard([fake("m")])
-    return {r["claim"] for r in rows} == {"E1", "E2", "E3"} and all(r["verdict"] in RP.VERDICTS for r in rows)
+    return {r["claim"] for r in rows} == {"E1", "E2", "E3"} and all(r["verdict"] in verdicts.VERDICTS for r in rows)
 
 
 EDGE = [("float32 stationary", _float32_stationary), ("mixed float32 P, float64 T", _mixed_walk),

@@ -273,3 +273,25 @@ def test_scorecard_over_json_reports(tmp_path, capsys):
     assert main(["scorecard", str(tmp_path / "bad.json")]) == 1
     err = capsys.readouterr().err
     assert "no such file" in err and "cannot be read as JSON" in err
+
+
+def test_scorecard_names_a_malformed_report_file_and_its_problem(tmp_path, capsys):
+    """Each file is made a Report as it is read: a record of the wrong shape, or one without what the scorecard
+    reads, is refused with the file's name and the problem, before any rule runs."""
+    import json
+
+    from connlap_lite.__main__ import main
+    from test_report import fake
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(fake("a")))
+    short = fake("b")
+    short["conditions"]["trained"]["head_defect"].pop()                          # a layer missing
+    (tmp_path / "short.json").write_text(json.dumps(short))
+    assert main(["scorecard", str(good), str(tmp_path / "short.json")]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'short.json'} is not a measurement record" in err
+    assert "trained/head_defect holds" in err and "analyze MODEL --json FILE" in err
+    (tmp_path / "anonymous.json").write_text(json.dumps({k: v for k, v in fake("c").items() if k != "family"}))
+    assert main(["scorecard", str(good), str(tmp_path / "anonymous.json")]) == 1
+    assert f"error: {tmp_path / 'anonymous.json'} lacks ['family']" in capsys.readouterr().err

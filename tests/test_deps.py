@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import connlap_lite
-from connlap_lite.models import OFFLINE
+from connlap_lite.offline import OFFLINE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

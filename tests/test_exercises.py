@@ -344,7 +344,7 @@ def test_checker_passes_on_numpy_and_torch_answers(capsys):
 
 def test_slope_reference_is_the_scorecards_bootstrap():
     """The indices handed to the reader replay report.scale_slope's own draws."""
-    from connlap_lite.report import scale_slope
+    from connlap_lite.rules_history import scale_slope
     from connlap_lite.exercises.empirical import _boot_indices
 
     rng = np.random.default_rng(0)
@@ -358,16 +358,16 @@ def test_slope_reference_is_the_scorecards_bootstrap():
 
 def test_scorecard_exercises_ask_for_the_rules_in_force():
     """Holm's adjustment and the paired p-value against every null are the ones report's rules use."""
-    from connlap_lite import report as R
+    from connlap_lite import stats
     from connlap_lite.stats import _draws
 
     family = [0.04, 0.01, 0.03, 0.2]
-    assert _reference.REFERENCES["check_holm"](family) == R.holm(family)
+    assert _reference.REFERENCES["check_holm"](family) == stats.holm(family)
     rng = np.random.default_rng(3)
     trained, nulls = rng.uniform(size=9), rng.uniform(size=(2, 9))
     idx = _draws(9, 100, 0)
     t_b, n_b = trained[idx].mean(1), np.stack([n[idx].mean(1) for n in nulls])
-    assert _reference.p_below_nulls(trained, nulls, idx) == R._p_win(t_b - n_b.min(0))
+    assert _reference.p_below_nulls(trained, nulls, idx) == stats._p_win(t_b - n_b.min(0))
     text = "\n".join(src(c) for c in load(ROOT / "book" / "empirical" / "scorecard.ipynb")["cells"])
     graded = text[text.index(":label: scorecard_graded1"):]
     assert "rule 1" not in graded and "first rule" not in graded

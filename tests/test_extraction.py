@@ -333,5 +333,5 @@ def test_gpu_8b_benchmark_runs_tiny_on_cpu(tmp_path):
                          "--json", str(tmp_path / "r.json")])
     layers = report["runs"][0]["layers"]
     assert len(layers) == 3
-    assert all(m["t1_error"] < 1e-5 for m in layers)
+    assert all(m["walk_error"] < 1e-5 for m in layers)
     assert (tmp_path / "r.json").exists()

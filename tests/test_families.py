@@ -15,7 +15,7 @@ import tiny_models  # noqa: E402
 from tiny_models import FAMILIES, NEW, build  # noqa: E402
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect  # noqa: E402
-from connlap_lite.adapters import FAMILIES as ADAPTERS, TESTED, Adapter, adapter_for, describe, gpt_neox  # noqa: E402
+from connlap_lite.adapters import FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe, gpt_neox  # noqa: E402
 from connlap_lite.verify import check, tolerance, verify  # noqa: E402
 
 TOL = 1e-5
@@ -237,7 +237,7 @@ def test_describe(name, family, heads, groups, head_dim, encoder):
 
 def test_every_model_type_has_an_adapter_with_the_whole_protocol():
     wanted = [k for k in vars(Adapter) if not k.startswith("_")]
-    assert set(wanted) == {"layers", "shape", "value_output", "pre_norm", "norm_gain", "module_output"}
+    assert set(wanted) == set(PROTOCOL) == {"layers", "shape", "value_output", "pre_norm", "norm_gain", "module_output"}
     for kind, adapter in ADAPTERS.items():
         for fn in wanted:
             assert callable(getattr(adapter, fn)), (kind, fn)

@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports, reversibility_defect, stationary_distribution
+from connlap_lite import edges
 from connlap_lite import laplacian as L
 from connlap_lite import metrics as M
+from connlap_lite import nulls
 from connlap_lite.testing import rel
 
 F64 = torch.float64
@@ -76,7 +78,7 @@ def test_stationary_is_the_dense_perron_vector(causal):
     for b in range(5):          # the public wrapper: the same solve (after renormalising the rows in float64)
         assert rel(stationary_distribution(P[b]), L.stationary(P[b])) < 1e-14
     if causal:
-        assert rel(pi, torch.eye(9, dtype=F64)[0].expand(5, 9)) < 1e-12  # the first token absorbs (P1)
+        assert rel(pi, torch.eye(9, dtype=F64)[0].expand(5, 9)) < 1e-12  # the first token absorbs
 
 
 def test_reversibility_one_implementation():
@@ -118,12 +120,12 @@ def test_gated_singular_values_against_the_dense_svd(H, G, d, r):
     dense = torch.einsum("mh,hde->mde", w, heads.dense())
     k = min(d, G * r)
     expected = torch.linalg.svdvals(dense)[:, :k]
-    got = M.gated_singular_values(w, heads, heads.groups)
+    got = edges.gated_singular_values(w, heads, heads.groups)
     assert got.shape == (5, k)
     assert rel(got, expected) < 1e-9
     assert bool((got[:, :-1] >= got[:, 1:]).all())                       # decreasing, as an SVD's
     # the same heads again: the cached Gram gives the same numbers
-    assert torch.equal(M.gated_singular_values(w, heads, heads.groups), got)
+    assert torch.equal(edges.gated_singular_values(w, heads, heads.groups), got)
 
 
 def test_gated_singular_values_with_groups_out_of_order():
@@ -135,14 +137,14 @@ def test_gated_singular_values_with_groups_out_of_order():
         heads = HeadTransports(torch.randn(H, d, r, generator=g, dtype=F64), V[groups], groups=groups)
         w = torch.rand(4, H, generator=g, dtype=F64) * H
         expected = torch.linalg.svdvals(torch.einsum("mh,hde->mde", w, heads.dense()))[:, :min(d, G * r)]
-        assert rel(M.gated_singular_values(w, heads, heads.groups), expected) < 1e-9
+        assert rel(edges.gated_singular_values(w, heads, heads.groups), expected) < 1e-9
 
 
 def dense_edge_defect(A, heads, i, j):
     """The definition: the SVD of the dense ``T_ij = H sum_h gamma^h_ij T_h``, then the rank-free defect."""
     a = A[:, i, j]
     T = A.shape[0] * torch.einsum("h,hde->de", a / a.sum(), heads.dense())
-    return float(M.rank_free_defect(torch.linalg.svdvals(T)))
+    return float(edges.rank_free_defect(torch.linalg.svdvals(T)))
 
 
 @pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3), (6, 1, 9, 2), (4, 4, 8, 2), (3, 3, 10, 2)])
@@ -152,7 +154,7 @@ def test_edge_defects_against_the_dense_svd(H, G, d, r):
     A = torch.softmax(3 * torch.randn(3, H, 7, 7, generator=g, dtype=F64), -1)   # three passages
     rows = torch.randint(0, 7, (3, 5), generator=g)
     cols = torch.randint(0, 7, (3, 5), generator=g)
-    got = M.edge_defects(A, heads, rows, cols)
+    got = edges.edge_defects(A, heads, rows, cols)
     assert got.shape == (3, 5)
     expected = torch.tensor([[dense_edge_defect(A[b], heads, int(i), int(j)) for i, j in zip(rows[b], cols[b])]
                              for b in range(3)], dtype=F64)
@@ -160,10 +162,10 @@ def test_edge_defects_against_the_dense_svd(H, G, d, r):
     assert float((got - expected).abs().max()) < 1e-9
     # one passage at a time, (H, n, n) with (m,) edges: the same numbers as the batched call
     for b in range(3):
-        assert float((M.edge_defects(A[b], heads, rows[b], cols[b]) - got[b]).abs().max()) < 1e-13
+        assert float((edges.edge_defects(A[b], heads, rows[b], cols[b]) - got[b]).abs().max()) < 1e-13
     # float32 attention (as a model's): the gates are taken in float64 from the float32 values
     A32 = A.float()
-    diff = M.edge_defects(A32, heads, rows, cols) - M.edge_defects(A32.double(), heads, rows, cols)
+    diff = edges.edge_defects(A32, heads, rows, cols) - edges.edge_defects(A32.double(), heads, rows, cols)
     assert float(diff.abs().max()) < 1e-13
 
 
@@ -171,15 +173,15 @@ def test_edge_defects_of_an_edge_no_head_attends_is_nan_and_bad_edges_are_named(
     heads = heads_of(2, 2, 6, 2, seed=1)
     A = torch.full((2, 4, 4), 0.25, dtype=F64)
     A[:, 1, 2] = 0
-    out = M.edge_defects(A, heads, torch.tensor([1, 0]), torch.tensor([2, 3]))
+    out = edges.edge_defects(A, heads, torch.tensor([1, 0]), torch.tensor([2, 3]))
     assert bool(torch.isnan(out[0])) and bool(torch.isfinite(out[1]))
-    assert M.edge_defects(A, heads, torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)).shape == (0,)
+    assert edges.edge_defects(A, heads, torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)).shape == (0,)
     with pytest.raises(ValueError, match="rows must be token indices in"):
-        M.edge_defects(A, heads, torch.tensor([4]), torch.tensor([0]))
+        edges.edge_defects(A, heads, torch.tensor([4]), torch.tensor([0]))
     with pytest.raises(ValueError, match="cols must be int token indices of shape"):
-        M.edge_defects(A, heads, torch.tensor([1]), torch.tensor([0.0]))
+        edges.edge_defects(A, heads, torch.tensor([1]), torch.tensor([0.0]))
     with pytest.raises(ValueError, match="attention must have shape"):
-        M.edge_defects(A[:1], heads, torch.tensor([1]), torch.tensor([0]))
+        edges.edge_defects(A[:1], heads, torch.tensor([1]), torch.tensor([0]))
 
 
 @pytest.mark.parametrize("H,G,d,r", [(4, 2, 10, 2), (3, 3, 8, 3)])
@@ -220,7 +222,7 @@ def test_head_metrics_against_dense_references():
     eps = torch.sqrt(((s - s.mean(-1, keepdim=True)) ** 2).sum(-1) / (s ** 2).sum(-1))
     assert rel(M.scaled_isometry_defect(heads), eps) < 1e-10
     # the nulls inherit factors from heads: their defects still match their own dense transports
-    for null in (M.rotation_null(heads, 3), M.fold_gain(heads, torch.rand(16, dtype=F64) + 0.5)):
+    for null in (nulls.rotation_null(heads, 3), M.fold_gain(heads, torch.rand(16, dtype=F64) + 0.5)):
         s = torch.linalg.svdvals(null.dense())[:, :4]
         eps = torch.sqrt(((s - s.mean(-1, keepdim=True)) ** 2).sum(-1) / (s ** 2).sum(-1))
         assert rel(M.scaled_isometry_defect(null), eps) < 1e-10

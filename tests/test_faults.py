@@ -37,7 +37,7 @@ def cache(tmp_path, monkeypatch):
 @pytest.fixture
 def fake(tiny_folder, cache, monkeypatch):
     """``fake-tiny``: an offline short name converted from the tiny folder into the temporary cache."""
-    monkeypatch.setitem(models.OFFLINE, "fake-tiny", "fake-tiny==0")
+    monkeypatch.setitem(offline.OFFLINE, "fake-tiny", "fake-tiny==0")
     calls = []
 
     def source(name):
@@ -187,8 +187,8 @@ def packaged(tmp_path, monkeypatch):
     blob = bytes(range(256)) * 40
     (pkg / "model.gguf").write_bytes(blob)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    spec = models.Packaged("fakegguf", "model.gguf", len(blob), hashlib.sha256(blob).hexdigest())
-    monkeypatch.setitem(models.OFFLINE, "fake-gguf", "fakegguf==0")
+    spec = offline.Packaged("fakegguf", "model.gguf", len(blob), hashlib.sha256(blob).hexdigest())
+    monkeypatch.setitem(offline.OFFLINE, "fake-gguf", "fakegguf==0")
     return spec, pkg / "model.gguf"
 
 
@@ -208,15 +208,15 @@ def test_packaged_gguf_is_checked_before_conversion(packaged):
 
 
 def test_every_offline_gguf_has_a_pinned_hash():
-    for name in models.OFFLINE:
+    for name in offline.OFFLINE:
         if name != "minilm-l6":
-            spec = models.PACKAGED.get(name) or models.CHUNKED.get(name)
+            spec = offline.PACKAGED.get(name) or offline.CHUNKED.get(name)
             assert spec is not None and len(spec.sha256) == 64 and spec.size > 0
 
 
 @pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6"])
 def test_real_packaged_files_match_their_pins(name):
-    spec = models.PACKAGED[name]
+    spec = offline.PACKAGED[name]
     assert offline._packaged(spec, name).stat().st_size == spec.size
 
 
@@ -231,16 +231,16 @@ def test_stale_parts_are_swept_and_a_corrupt_copy_rebuilt(chunks):
     folder.mkdir()
     (folder / "fake.gguf.part-999999-dead").write_bytes(b"half")
     (folder / "fake.gguf").write_bytes(whole[:-1] + b"!")
-    assert models.assemble(spec, "fake", folder=folder).read_bytes() == whole
+    assert offline.assemble(spec, "fake", folder=folder).read_bytes() == whole
     assert sorted(p.name for p in folder.iterdir()) == ["fake.gguf", "fake.gguf.lock"]
 
 
 def test_concurrent_assembly(chunks, tmp_path):
     spec, whole, folder = chunks
-    code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite import models; "
-            "models.OFFLINE['fake'] = 'x'; "
-            "spec = models.Chunked('fakechunk{{k}}', 'data/piece{{j:02d}}.bin', 3, {size}, {sha!r}, 'fake.gguf'); "
-            "print(models.assemble(spec, 'fake', folder={folder!r}))").format(
+    code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite import offline; "
+            "offline.OFFLINE['fake'] = 'x'; "
+            "spec = offline.Chunked('fakechunk{{k}}', 'data/piece{{j:02d}}.bin', 3, {size}, {sha!r}, 'fake.gguf'); "
+            "print(offline.assemble(spec, 'fake', folder={folder!r}))").format(
         site=str(tmp_path / "site"), size=spec.size, sha=spec.sha256, folder=str(folder))
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}) for _ in range(4)]
@@ -252,13 +252,13 @@ def test_concurrent_assembly(chunks, tmp_path):
 
 
 def test_gemma_is_assembled_by_the_project_into_the_cache(cache):
-    path = models.assemble(models.CHUNKED["gemma3-270m"], "gemma3-270m")
-    assert path.parent == cache and path.stat().st_size == models.CHUNKED["gemma3-270m"].size
+    path = offline.assemble(offline.CHUNKED["gemma3-270m"], "gemma3-270m")
+    assert path.parent == cache and path.stat().st_size == offline.CHUNKED["gemma3-270m"].size
     with open(path, "r+b") as f:                           # a torn copy: rebuilt, not an error to act on
         f.truncate(1000)
     offline._HASHED.clear()
-    again = models.assemble(models.CHUNKED["gemma3-270m"], "gemma3-270m")
-    assert again.stat().st_size == models.CHUNKED["gemma3-270m"].size
+    again = offline.assemble(offline.CHUNKED["gemma3-270m"], "gemma3-270m")
+    assert again.stat().st_size == offline.CHUNKED["gemma3-270m"].size
     assert models._source("gemma3-270m") == (str(cache), {"gguf_file": "gemma-3-270m-q4_k_m.gguf"})
 
 
@@ -381,7 +381,7 @@ def test_a_loader_waits_for_the_lock_and_uses_the_copy_finished_meanwhile(tiny_f
     """Deterministic: the test holds the lock and finishes the copy; a loader started meanwhile must wait
     for the lock and then use that copy, not convert (or remove) one of its own."""
     import time
-    monkeypatch.setitem(models.OFFLINE, "fake-tiny", "fake-tiny==0")
+    monkeypatch.setitem(offline.OFFLINE, "fake-tiny", "fake-tiny==0")
     target = models._converted_dir("fake-tiny")
     ready = cache.parent / "ready"
     env = {**os.environ, "CONNLAP_CACHE": str(cache), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
@@ -408,10 +408,10 @@ def test_interrupted_assembly_leaves_nothing(chunks, monkeypatch):
         raise KeyboardInterrupt
     monkeypatch.setattr(models.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        models.assemble(spec, "fake", folder=folder)
+        offline.assemble(spec, "fake", folder=folder)
     assert sorted(p.name for p in folder.iterdir()) == ["fake.gguf.lock"]
     monkeypatch.setattr(models.os, "replace", real_replace)
-    assert models.assemble(spec, "fake", folder=folder).read_bytes() == whole
+    assert offline.assemble(spec, "fake", folder=folder).read_bytes() == whole
 
 
 WRITER = r"""

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from connlap_lite import record
 from connlap_lite import report as R
 from connlap_lite import scorecard as S
 from connlap_lite.findings import e1 as F1
@@ -198,7 +199,7 @@ def test_e1_sinks_are_compared_on_the_same_columns_and_never_with_zero(e1_book):
 def test_e1_input_dependence_is_reported(e1_book):
     reports, rows, grid, says = e1_book
     text = says["e1_input_says"]
-    trained = R.layer_means(reports[1], "input_dependence_nosink")
+    trained = record.layer_means(reports[1], "input_dependence_nosink")
     k = -(-len(trained) // 3)
     assert f"dec-a {trained[:k].mean():.2f} and {trained[-k:].mean():.2f}" in text
     assert "on shuffled passages" in text and "The random-init seeds' late value is" in text
@@ -213,7 +214,7 @@ def test_e1_exercise_paragraphs(e1_book):
     ex3 = F1.exercise_three(toy, reports)
     null, trained = F1.tv_norm_levels(reports)
     assert f"dec-a {null['dec-a']:.2f}" in ex3 and "it falls as $\\sigma$ grows" in ex3
-    assert null["dec-a"] == pytest.approx(np.mean([R.late_value(reports[1], "tv_norm", c).mean()
+    assert null["dec-a"] == pytest.approx(np.mean([record.late_value(reports[1], "tv_norm", c).mean()
                                                    for c in ("random0", "random1")]))
 
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from connlap_lite import attention_walks, edges
+from connlap_lite import _backend, attention_walks, edges
 from connlap_lite.adapters import describe
 from connlap_lite.analysis import EDGE_PASSAGES, EDGES
 from connlap_lite.footprint import SHAPES, config_of, footprint
@@ -23,7 +23,7 @@ def test_footprint_counts_what_a_built_model_has(monkeypatch):
     batch = {"input_ids": torch.randint(0, 100, (3, 10), generator=torch.Generator().manual_seed(0))}
     lw = next(attention_walks(model, batch, progress=False))
     assert f["attention_bytes"] == lw.attention.nbytes
-    cores, real = [], edges.eigvalsh
+    cores, real = [], _backend.eigvalsh
 
     def solve(core):
         cores.append(core.nbytes)

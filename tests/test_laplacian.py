@@ -1,4 +1,5 @@
-"""Connection Laplacian, defects, stationary distribution, energy and spectra (D4, D5, T3)."""
+"""Connection Laplacian, defects, stationary distribution, energy and spectra (chapters *When the generator is a
+connection Laplacian*, *Reversibility, defects and low-rank heads*)."""
 import numpy as np
 import pytest
 import torch

@@ -9,7 +9,11 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports, isometry_defect
+from connlap_lite import edges
 from connlap_lite import metrics as M
+from connlap_lite import nulls
+from connlap_lite import rules_history
+from connlap_lite import stats
 
 
 def stochastic(n, seed, causal=False):
@@ -88,8 +92,8 @@ def test_rank_free_defect_brute_force():
         s = np.sort(rng.random(6) * 3)[::-1].copy()
         brute = min(np.sqrt(((s[:k] - s[:k].mean()) ** 2).sum() + (s[k:] ** 2).sum()) / np.linalg.norm(s)
                     for k in range(1, 7))
-        assert abs(float(M.rank_free_defect(torch.tensor(s))) - brute) < 1e-12
-    assert float(M.rank_free_defect(torch.tensor([2.0, 2.0, 0.0]))) < 1e-12
+        assert abs(float(edges.rank_free_defect(torch.tensor(s))) - brute) < 1e-12
+    assert float(edges.rank_free_defect(torch.tensor([2.0, 2.0, 0.0]))) < 1e-12
 
 
 def test_gated_singular_values_match_dense():
@@ -101,7 +105,7 @@ def test_gated_singular_values_match_dense():
     w = torch.rand(3, H, generator=g, dtype=torch.float64)
     dense = torch.einsum("mh,hde->mde", w, heads.dense())
     expected = torch.linalg.svdvals(dense)[:, :G * r]
-    assert torch.allclose(M.gated_singular_values(w, heads, groups), expected, atol=1e-12)
+    assert torch.allclose(edges.gated_singular_values(w, heads, groups), expected, atol=1e-12)
 
 
 def test_data_isometry_defect_zero_for_scaled_partial_isometry():
@@ -119,10 +123,10 @@ def test_copy_score_and_nulls():
     proj = HeadTransports((2 * q[:, :4])[None], q[:, :4].T[None])
     assert abs(float(M.copy_score(proj)[0]) - 1) < 1e-12
     heads = HeadTransports(torch.randn(3, 8, 4, dtype=torch.float64), torch.randn(3, 4, 8, dtype=torch.float64))
-    rot = M.rotation_null(heads, seed=1)
+    rot = nulls.rotation_null(heads, seed=1)
     # rotating the factors keeps each factor's singular values
     assert torch.allclose(torch.linalg.svdvals(rot.U), torch.linalg.svdvals(heads.U))
-    gauss = M.gaussian_null(heads, seed=1)
+    gauss = nulls.gaussian_null(heads, seed=1)
     assert gauss.U.shape == heads.U.shape
     assert torch.allclose(M.scaled_isometry_defect(heads), torch.as_tensor(isometry_defect(heads.dense().numpy())))
     gain = torch.rand(8, dtype=torch.float64) + 0.5
@@ -132,13 +136,13 @@ def test_copy_score_and_nulls():
 
 def test_bootstrap_and_spearman():
     v = torch.arange(10, dtype=torch.float64)
-    m, lo, hi = M.bootstrap_ci(v, n_boot=500)
+    m, lo, hi = stats.bootstrap_ci(v, n_boot=500)
     assert float(m) == 4.5 and float(lo) < 4.5 < float(hi)
-    rho, p = M.spearman(range(6), [1, 2, 3, 4, 5, 6])
+    rho, p = stats.spearman(range(6), [1, 2, 3, 4, 5, 6])
     assert rho == pytest.approx(1.0) and p == pytest.approx(2 / 720)     # exact: 2 of 6! orderings
-    rho, p = M.spearman(range(6), [3, 1, 2, 6, 5, 4])
+    rho, p = stats.spearman(range(6), [3, 1, 2, 6, 5, 4])
     assert rho == pytest.approx(0.6) and p == pytest.approx(174 / 720)    # scipy's approximation: 0.208
-    rho, p = M.spearman(range(20), list(range(20)))
+    rho, p = stats.spearman(range(20), list(range(20)))
     assert rho == pytest.approx(1.0) and p < 1e-10
 
 
@@ -183,7 +187,7 @@ def test_read_write_overlap_and_q4():
     assert abs(float(M.read_write_overlap(same)[0]) - 1) < 1e-12
     assert float(M.read_write_overlap(apart)[0]) < 1e-12
     W = torch.randn(6, 70)
-    Wq = M.q4_roundtrip(W)
+    Wq = nulls.q4_roundtrip(W)
     assert Wq.shape == W.shape and 0 < float((Wq - W).norm() / W.norm()) < 0.2
     blocks = Wq[:, :32] / (W[:, :32].abs().amax(1, keepdim=True) / 7)
     assert torch.allclose(blocks, blocks.round(), atol=1e-4)     # 16 levels per block
@@ -210,21 +214,21 @@ def test_first_rules_kept_for_the_record():
     """The first rules (replaced 2026-11-30), which the scorecard shows beside the rules in force."""
     from connlap_lite import report as S
     good = fake_report("a", 1e8, False)
-    assert S.e1_rule1(good)["verdict"] == "holds" and S.e2_rule1(good)["verdict"] == "holds"
+    assert rules_history.e1_rule1(good)["verdict"] == "holds" and rules_history.e2_rule1(good)["verdict"] == "holds"
     bad = fake_report("b", 1e9, False, falls=False)
-    assert S.e1_rule1(bad)["verdict"] == "partly"          # rises with depth but stays below the null
+    assert rules_history.e1_rule1(bad)["verdict"] == "partly"          # rises with depth but stays below the null
     between = fake_report("c", 1e8, False)           # below one random-init twin but not the other
-    late_trained = S.e1_rule1(between)["late_trained"]
+    late_trained = rules_history.e1_rule1(between)["late_trained"]
     L = len(between["conditions"]["random0"]["tv_norm_nosink"])
     between["conditions"]["random1"] = {**between["conditions"]["random1"],
                                         "tv_norm_nosink": [[late_trained / 2] * 4 for _ in range(L)]}
-    assert not S.e1_rule1(between)["below_null"] and S.e1_rule1(between)["verdict"] == "partly"
+    assert not rules_history.e1_rule1(between)["below_null"] and rules_history.e1_rule1(between)["verdict"] == "partly"
     reps = [fake_report(f"m{k}", 10 ** (8 + k), False, seed=k) for k in range(3)]
     for k, r in enumerate(reps):                    # the defect shrinks with size
         r["conditions"]["trained"]["head_defect"] = [[0.3 - 0.1 * k] * 3 for _ in range(6)]
-    row = S.e3_rule1(reps, "head_defect")
+    row = rules_history.e3_rule1(reps, "head_defect")
     assert row["verdict"] == "holds" and row["hi"] < 0 and abs(row["slope"] + 0.1) < 1e-9
-    assert S.e3_rule1(reps[:2], "head_defect")["verdict"] == "not testable"
+    assert rules_history.e3_rule1(reps[:2], "head_defect")["verdict"] == "not testable"
 
 
 # ------------------------------------------------------------------ undefined values: NaN and one warning

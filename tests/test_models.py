@@ -2,7 +2,7 @@
 
 import pytest
 
-from connlap_lite import models
+from connlap_lite import models, offline
 from conftest import fake_chunked
 
 
@@ -14,29 +14,29 @@ def fake_chunks(tmp_path, monkeypatch):
 
 def test_assemble_joins_and_checks(fake_chunks):
     spec, whole, cache = fake_chunks
-    path = models.assemble(spec, "fake", folder=cache)
+    path = offline.assemble(spec, "fake", folder=cache)
     assert path.read_bytes() == whole
     assert not list(cache.glob("*.part-*"))          # no temporary file left behind
 
 
 def test_torn_file_is_rebuilt_not_loaded(fake_chunks):
     spec, whole, cache = fake_chunks
-    path = models.assemble(spec, "fake", folder=cache)
+    path = offline.assemble(spec, "fake", folder=cache)
     path.write_bytes(whole[:50])                      # a torn copy
-    assert models.assemble(spec, "fake", folder=cache).read_bytes() == whole
+    assert offline.assemble(spec, "fake", folder=cache).read_bytes() == whole
     path.write_bytes(b"X" * len(whole))               # right size, wrong bytes
-    assert models.assemble(spec, "fake", folder=cache).read_bytes() == whole
+    assert offline.assemble(spec, "fake", folder=cache).read_bytes() == whole
 
 
 def test_bad_chunks_are_refused(fake_chunks):
     spec, whole, cache = fake_chunks
-    bad = models.Chunked(spec.module, spec.chunk, 2, spec.size, "0" * 64, "bad.gguf")
+    bad = offline.Chunked(spec.module, spec.chunk, 2, spec.size, "0" * 64, "bad.gguf")
     with pytest.raises(OSError, match="expected"):
-        models.assemble(bad, "fake", folder=cache)
+        offline.assemble(bad, "fake", folder=cache)
     assert not (cache / "bad.gguf").exists()
-    missing = models.Chunked("nosuchpkg{k}", spec.chunk, 2, spec.size, spec.sha256, "m.gguf")
+    missing = offline.Chunked("nosuchpkg{k}", spec.chunk, 2, spec.size, spec.sha256, "m.gguf")
     with pytest.raises(ModuleNotFoundError, match="make install"):
-        models.assemble(missing, "fake", folder=cache)
+        offline.assemble(missing, "fake", folder=cache)
 
 
 def test_torn_converted_copy_is_removed(tmp_path):

@@ -9,7 +9,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 from connlap_lite import (AttentionWeights, ConnectionWalk, HeadTransports, attention_walks, connection_laplacian,
                           dirichlet_energy, mha_walk, multi_head_attention, reversibility_defect,
                           stationary_distribution, walk_from_heads)
-from connlap_lite import extraction
+from connlap_lite import edges, extraction
 from connlap_lite import metrics as M
 from connlap_lite import stats
 from connlap_lite.adapters import adapter_for
@@ -55,14 +55,14 @@ def test_spearman_still_right_where_defined():
 
 
 def test_two_layer_depth_trend_is_nan():
-    from connlap_lite.report import depth_trend
+    from connlap_lite.record import depth_trend
     report = {"conditions": {"trained": {"tv": [[0.1, 0.2]]}}}          # one step: one point
     rho, p = depth_trend(report, "tv")
     assert np.isnan(rho) and np.isnan(p)
 
 
 def test_zero_over_zero_defects_are_nan():
-    assert torch.isnan(M.rank_free_defect(torch.zeros(3)))
+    assert torch.isnan(edges.rank_free_defect(torch.zeros(3)))
     U = torch.zeros(2, 4, 2, dtype=torch.float64)
     V = torch.randn(2, 2, 4, dtype=torch.float64)
     U[1] = torch.randn(4, 2, dtype=torch.float64)

@@ -1,4 +1,5 @@
-"""Property-based checks of T1, T2 and T3 over random shapes, groupings, masks and biases."""
+"""Property-based checks of the single-head, multi-head and reduction theorems over random shapes, groupings, masks
+and biases."""
 import math
 
 import numpy as np

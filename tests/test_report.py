@@ -4,6 +4,9 @@ import pytest
 
 from connlap_lite import report as R
 from connlap_lite import scorecard as S
+from connlap_lite import stats
+from connlap_lite import verdicts
+from connlap_lite.record import Report
 
 L, B, H = 9, 12, 4
 
@@ -35,9 +38,9 @@ def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=F
 
 
 def test_holm_matches_the_step_down_definition():
-    assert R.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert R.holm([0.5]) == [0.5]
-    assert R.holm([0.001, 0.9]) == pytest.approx([0.002, 0.9])
+    assert stats.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert stats.holm([0.5]) == [0.5]
+    assert stats.holm([0.001, 0.9]) == pytest.approx([0.002, 0.9])
 
 
 def test_e1_holds_when_the_curve_falls_below_every_null_and_not_otherwise():
@@ -70,7 +73,7 @@ def test_holm_is_applied_across_the_table():
     rows = R.e1_table([fake(m, seed=i) for i, m in enumerate("abcd")])
     for x in rows:
         assert x["p_trend_holm"] >= x["p_trend"] and x["p_level_holm"] >= x["p_level"]
-        assert x["falls"] == (x["p_trend_holm"] < R.ALPHA)
+        assert x["falls"] == (x["p_trend_holm"] < verdicts.ALPHA)
 
 
 def test_e2_uses_the_nulls_on_the_trained_inputs():
@@ -112,7 +115,7 @@ def test_scorecard_rows_robustness_and_corpora():
     reports = [fake("enc", encoder=True, family="bert"), fake("a", seed=1), fake("b", seed=2, family="q")]
     rows = S.scorecard(reports, n_boot=200)
     assert {(r["claim"], r["structure"]) for r in rows} >= {("E1", "decoder"), ("E2", "encoder"), ("E3", "decoder")}
-    assert all(r["verdict"] in R.VERDICTS for r in rows)
+    assert all(r["verdict"] in verdicts.VERDICTS for r in rows)
     rates = S.robustness(reports, rows, resamples=3)
     assert set(rates) == {S._key(r) for r in rows} and all(0 <= v <= 1 for v in rates.values())
     assert rates["E1", "decoder", "tv_norm_nosink"] == 1.0
@@ -233,10 +236,28 @@ def test_substitute_refuses_other_passages_and_keeps_the_ablations_sinks():
                  sink_columns={c: [[0]] * L for c in x["conditions"]})
         x["conditions"]["trained"]["sink"] = x["conditions"]["random0"]["sink"] = [[0.1] * B] * L
     out = R.substitute(r, a)
-    assert out["conditions"]["trained"] is a["conditions"]["trained"] and out["sink_mass_columns"] == [1]
+    assert out["conditions"]["trained"] == a["conditions"]["trained"] and out["sink_mass_columns"] == [1]
+    assert isinstance(out, Report) and isinstance(R.resample(r, [0, 1]), Report)      # validated once, read-only
     assert "sink" not in out["conditions"]["random0"]          # measured on other tokens: left out, not compared
     moved = {**a, "windows": [[0, 8 * i + 1] for i in range(B)]}
     with pytest.raises(ValueError, match=r"differ in \['windows'\]"):
         R.substitute(r, moved)
     with pytest.raises(ValueError, match="does not say which passages"):
         R.substitute(r, {k: v for k, v in a.items() if k != "windows"})
+
+
+def test_the_rules_read_reports_validated_once():
+    """check_reports makes every plain record a Report (its shape checked, its problems named) and takes a Report as
+    it is; a synthetic record is one; a malformed one is refused by name before any rule runs."""
+    from connlap_lite import synthetic
+
+    plain = fake()
+    made = verdicts.check_reports([plain])[0]
+    assert isinstance(made, Report) and made == plain
+    assert verdicts.check_reports([made])[0] is made                  # not validated (nor copied) again
+    assert isinstance(verdicts.check_reports([synthetic.record(seed=0)])[0], Report)
+    broken = fake()
+    broken["conditions"]["random2"]["head_defect"] = broken["conditions"]["random2"]["head_defect"][:-1]
+    with pytest.raises(ValueError, match=r"^reports\[1\] is not a measurement record .*random2/head_defect holds "
+                                         rf"{L - 1} per-layer lists, not {L}"):
+        R.e2_table([plain, broken])

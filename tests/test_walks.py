@@ -1,4 +1,4 @@
-"""ConnectionWalk and transports: apply, dense, generator, gauges, holonomy (D1-D3)."""
+"""ConnectionWalk and transports: apply, dense, generator, gauges, holonomy (chapter *Connection walks*)."""
 import numpy as np
 import pytest
 import torch

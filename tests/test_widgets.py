@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 from connlap_lite import head_transports, symmetry_defect  # noqa: E402
 from connlap_lite import toys  # noqa: E402
 from connlap_lite import widgets as W  # noqa: E402
-from connlap_lite.metrics import rank_free_defect  # noqa: E402
+from connlap_lite.edges import rank_free_defect  # noqa: E402
 
 from test_extraction import CONFIGS, tiny  # noqa: E402
 
@@ -20,26 +20,26 @@ from test_extraction import CONFIGS, tiny  # noqa: E402
 # ------------------------------------------------------------------ holonomy on a cycle
 @pytest.mark.parametrize("n", [3, 5, 8])
 def test_kernel_is_two_dimensional_exactly_at_trivial_holonomy(n):
-    assert W.holonomy_spectrum(n, 0.0)[1] == 2
-    assert W.holonomy_spectrum(n, 2 * np.pi)[1] == 2
+    assert toys.holonomy_spectrum(n, 0.0)[1] == 2
+    assert toys.holonomy_spectrum(n, 2 * np.pi)[1] == 2
     for angle in (np.pi / 3, -np.pi / 2, np.pi, 0.01):
-        assert W.holonomy_spectrum(n, angle)[1] == 0
+        assert toys.holonomy_spectrum(n, angle)[1] == 0
 
 
 def test_cycle_spectrum_closed_form():
     """Eigenvalues of W are cos((2 pi m +- angle) / n): the smallest of L is 1 - cos(angle / n)."""
     n, angle = 7, 1.1
-    eig, _ = W.holonomy_spectrum(n, angle)
+    eig, _ = toys.holonomy_spectrum(n, angle)
     m = np.arange(n)
     pred = np.sort(1 - np.concatenate([np.cos((2 * np.pi * m + angle) / n), np.cos((2 * np.pi * m - angle) / n)]))
     assert np.abs(eig - pred).max() < 1e-12
-    walk = W.cycle_connection(n, angle)
+    walk = toys.cycle_connection(n, angle)
     assert np.allclose(walk.holonomy(range(n)), toys._rotation(angle), atol=1e-12)
 
 
 def test_cycle_rejects_short_cycles():
     with pytest.raises(ValueError, match="n must be an int of at least 3"):
-        W.cycle_connection(2, 0.0)
+        toys.cycle_connection(2, 0.0)
 
 
 # ------------------------------------------------------------------------ conditions lab
@@ -48,8 +48,8 @@ SWITCHES = list(itertools.product([True, False], repeat=3))
 
 @pytest.mark.parametrize("seed", range(5))
 def test_all_conditions_on_give_t3s_conclusions(seed):
-    walk = W.conditions_walk(True, True, True, seed=seed)
-    rep = W.conditions_report(walk)
+    walk = toys.conditions_walk(True, True, True, seed=seed)
+    rep = toys.conditions_report(walk)
     assert rep.holds and rep.real and rep.in_range and rep.nonnegative
     assert np.abs(rep.spectrum.imag).max() <= 1e-12
     assert rep.spectrum.real.min() >= -1e-12 and rep.spectrum.real.max() <= 2 + 1e-12
@@ -60,8 +60,8 @@ def test_all_conditions_on_give_t3s_conclusions(seed):
 
 @pytest.mark.parametrize("stochastic,reversible,isometric", SWITCHES)
 def test_each_switch_changes_only_its_condition(stochastic, reversible, isometric):
-    walk = W.conditions_walk(stochastic, reversible, isometric, seed=0)
-    d = W.conditions_report(walk).defects
+    walk = toys.conditions_walk(stochastic, reversible, isometric, seed=0)
+    d = toys.conditions_report(walk).defects
     assert (d["stochasticity"] < 1e-12) == stochastic
     assert (d["reversibility"] < 1e-12) == reversible
     assert (d["isometry"] < 1e-12 and d["symmetry"] < 1e-12) == isometric
@@ -69,10 +69,10 @@ def test_each_switch_changes_only_its_condition(stochastic, reversible, isometri
 
 @pytest.mark.parametrize("stochastic,reversible,isometric", SWITCHES)
 def test_verdicts_of_the_lab(stochastic, reversible, isometric):
-    """All on: T3 holds.  Any condition off (seed 0): some conclusion fails, as in the book's
+    """All on: the reduction theorem holds.  Any condition off (seed 0): some conclusion fails, as in the book's
     counterexamples: (S) off pushes the spectrum below 0, (R) off leaves the real line,
     (M) off makes the energy negative."""
-    rep = W.conditions_report(W.conditions_walk(stochastic, reversible, isometric, seed=0))
+    rep = toys.conditions_report(toys.conditions_walk(stochastic, reversible, isometric, seed=0))
     assert rep.holds == (stochastic and reversible and isometric)
     if not stochastic:
         assert not rep.in_range and rep.spectrum.real.min() < 0
@@ -85,23 +85,23 @@ def test_verdicts_of_the_lab(stochastic, reversible, isometric):
 @pytest.mark.parametrize("seed", range(5))
 def test_without_reversibility_the_energy_stays_nonnegative(seed):
     """(S) and orthogonal transports make W a contraction in <.,.>_pi, with or without (R)."""
-    rep = W.conditions_report(W.conditions_walk(True, False, True, seed=seed))
+    rep = toys.conditions_report(toys.conditions_walk(True, False, True, seed=seed))
     assert rep.nonnegative and rep.in_range and not rep.real
 
 
 def test_random_sections_never_beat_the_least_energy():
     for switches in SWITCHES:
-        rep = W.conditions_report(W.conditions_walk(*switches, seed=3))
+        rep = toys.conditions_report(toys.conditions_walk(*switches, seed=3))
         assert rep.energies.min() >= rep.min_energy - 1e-12
 
 
 def test_conditions_report_rejects_a_matrix():
     with pytest.raises(TypeError, match="walk must be a ConnectionWalk"):
-        W.conditions_report(np.eye(4))
+        toys.conditions_report(np.eye(4))
 
 
 def test_conditions_walk_is_metric_compatible_when_asked():
-    assert float(symmetry_defect(W.conditions_walk(seed=4))) < 1e-12
+    assert float(symmetry_defect(toys.conditions_walk(seed=4))) < 1e-12
 
 
 # ------------------------------------------------------------------------ model explorer

@@ -6,7 +6,9 @@ grouped-query layout) and the mask it built, through transformers' attention int
 (:mod:`connlap_lite.rebuild`).  What differs from family to family is only where the weights are: a fused
 QKV projection, GPT-2's ``Conv1D`` layout, an output projection outside the attention module, biases, the
 norm that feeds the attention.  A new family provides that, as a module with the functions of
-:class:`Adapter`, and one line in ``FAMILIES``.
+:class:`Adapter`, and one line in ``FAMILIES``; a layout that differs from another's in a few functions defines
+only those, and ``FAMILIES`` takes the rest from the other's module by name (:func:`extend`: Phi-3 is Llama's
+layout but for its fused value map).
 
 Families (``model_type``): GPT-2; GPT-NeoX (Pythia); BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA;
 DistilBERT; Phi-3; the decoders with ``q/k/v/o_proj`` (Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE, Mixtral,
@@ -18,7 +20,7 @@ Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Protocol
 
 import torch
@@ -50,12 +52,30 @@ class Adapter(Protocol):
         """The attention module's output that the walk reproduces, from what the module returned (``out``)."""
 
 
-FAMILIES: dict[str, ModuleType] = {
+PROTOCOL = ("layers", "shape", "value_output", "pre_norm", "norm_gain", "module_output")   # :class:`Adapter`'s
+
+
+def extend(layout: ModuleType, base: ModuleType) -> SimpleNamespace:
+    """The adapter of a layout that is ``base``'s but for the functions its own module ``layout`` defines.
+
+    Each function of :class:`Adapter` is ``layout``'s where that module has it, else ``base``'s; ``__name__`` is
+    ``layout``'s (the file :func:`connlap_lite.verify.check` names when a reading is wrong).
+
+    >>> from connlap_lite.adapters import llama, phi3
+    >>> adapter = extend(phi3, llama)
+    >>> adapter.value_output is phi3.value_output, adapter.norm_gain is llama.norm_gain, adapter.__name__
+    (True, True, 'connlap_lite.adapters.phi3')
+    """
+    own = vars(layout)
+    return SimpleNamespace(__name__=layout.__name__, **{f: own[f] if f in own else getattr(base, f) for f in PROTOCOL})
+
+
+FAMILIES: dict[str, Adapter] = {
     "gpt2": gpt2,
     "gpt_neox": gpt_neox,
     "bert": bert, "roberta": bert, "xlm-roberta": bert, "camembert": bert, "electra": bert,
     "distilbert": distilbert,
-    "phi3": phi3,
+    "phi3": extend(phi3, llama),
     **{kind: llama for kind in llama.TYPES},
 }
 
@@ -76,8 +96,9 @@ def supported() -> str:
     return ", ".join(sorted("/".join(kinds) for kinds in groups.values()))
 
 
-def adapter_for(model) -> ModuleType:
-    """The adapter module for ``model``'s family; a clear error for an unsupported one."""
+def adapter_for(model) -> Adapter:
+    """The adapter for ``model``'s family (its layout's module, or :func:`extend`'s), or a clear error for an
+    unsupported family."""
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind not in FAMILIES:
         raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "

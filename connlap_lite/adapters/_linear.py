@@ -29,7 +29,7 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
     """Factor ``T_h = W_o[:, head h] @ W_v[group g(h)]`` (column convention) for every head.
 
     ``W_v`` is ``(G*d_h, d)`` and ``W_o`` is ``(d, H*d_h)``, as ``nn.Linear`` stores them.
-    The affine part ``c = W_o b_v[g(h)] + b_o`` (T1) is kept as ``.offset``.
+    The affine part ``c = W_o b_v[g(h)] + b_o`` (the attention biases) is kept as ``.offset``.
     """
     d = W_o.shape[0]
     dh = W_v.shape[0] // G

@@ -1,11 +1,12 @@
 """Phi-3: one fused ``qkv_proj`` (all queries, then all keys, then all values), ``o_proj``, GQA.
 
 Pre-norm RMSNorm (``input_layernorm``); the walk reproduces ``self_attn``'s output. Everything but the value
-map's place in the weights is the Llama layout's (:mod:`connlap_lite.adapters.llama`).
+map's place in the weights is the Llama layout's (:mod:`connlap_lite.adapters.llama`): this module defines only
+:func:`value_output`, and ``FAMILIES`` (:mod:`connlap_lite.adapters`) takes the other functions from Llama's.
 """
 from __future__ import annotations
 
-from .llama import layers, module_output, norm_gain, pre_norm, shape   # noqa: F401  (the Llama layout)
+from .llama import layers, shape
 
 
 def value_output(model, layer):

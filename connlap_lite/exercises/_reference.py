@@ -14,14 +14,16 @@ import torch
 
 from .. import metrics as M
 from ..attention import attention_patterns, mha_walk, multi_head_attention, walk_from_heads
-from ..known import first_token_scores, norm_weighted_walk, sink_rate
+from ..edges import rank_free_defect
+from ..known.sinks import first_token_scores, sink_rate
+from ..known.stream import norm_weighted_walk
 from ..laplacian import (connection_laplacian, dirichlet_energy, random_walk_connection, reversibility_defect,
                          stationary_distribution)
-from ..stats import _p_win, holm
+from ..stats import _p_win, holm, spearman
 from ..toys import conditions_report, holonomy_spectrum
 from ..transports import EdgeTransport, HeadTransports
 from ..walks import ConnectionWalk
-from ._runner import _layer, _one_head
+from ._cases import _layer, _one_head
 
 T_ = lambda a: np.swapaxes(a, -1, -2)                       # noqa: E731  transpose the last two axes
 
@@ -117,7 +119,7 @@ def _walk_distance(P, Q, causal):
 
 
 def _rank_free(T):
-    return float(M.rank_free_defect(torch.linalg.svdvals(torch.as_tensor(T))))
+    return float(rank_free_defect(torch.linalg.svdvals(torch.as_tensor(T))))
 
 
 def _data_defect(U, V, X):
@@ -175,7 +177,7 @@ REFERENCES = {
     "check_rank_free_defect": _rank_free,
     "check_data_isometry_defect": _data_defect,
     "check_slope_interval": slope_interval,
-    "check_spearman_rho": lambda x, y: M.spearman(x, y)[0],
+    "check_spearman_rho": lambda x, y: spearman(x, y)[0],
     "check_holm": lambda p: holm(p),
     "check_p_below_nulls": p_below_nulls,
     "check_read_write_overlap": lambda U, V: float(M.read_write_overlap(_one_head(U, V))[0]),

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import metrics as M
-from ._runner import Case, _factors, _orthogonal, _rng, _stochastic, checker
+from ._cases import _factors, _orthogonal, _rng, _stochastic
+from ._runner import Case, checker
 
 
 # ------------------------------------------------------------------------ Chapter: E1
@@ -42,7 +43,7 @@ def check_sink_mass():
 
 
 # ------------------------------------------------------------------------ Chapter: E2
-@checker(forbid=["connlap_lite.metrics:rank_free_defect"])
+@checker(forbid=["connlap_lite.edges:rank_free_defect"])
 def check_rank_free_defect():
     """Check ``fn(T)``: the distance of ``T`` to the nearest scaled partial isometry of any rank.
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._runner import Case, _orthogonal, _patterns, _rng, checker
+from ._cases import _orthogonal, _patterns, _rng
+from ._runner import Case, checker
 
 
 # ------------------------------------------------------------- Chapter: Reading a real model
@@ -40,7 +41,7 @@ def check_attention_pattern():
     return cases
 
 # ------------------------------------------------------------ Chapter: Known results, reproduced
-@checker(forbid=["connlap_lite.known:sink_rate", "connlap_lite.known:first_token_scores"])
+@checker(forbid=["connlap_lite.known.sinks:sink_rate", "connlap_lite.known.sinks:first_token_scores"])
 def check_sink_rate():
     """Check ``fn(A, eps)``: Gu et al.'s sink rate of one passage, the share of heads (over all layers)
     whose mean attention to the first token exceeds ``eps``, a number.
@@ -64,7 +65,7 @@ def check_sink_rate():
     return cases
 
 
-@checker(forbid=["connlap_lite.known:norm_weighted_walk"])
+@checker(forbid=["connlap_lite.known.stream:norm_weighted_walk"])
 def check_norm_weighted_walk():
     """Check ``fn(A, T, X)``: the norm-weighted walk of a layer, an ``(n, n)`` array.
 

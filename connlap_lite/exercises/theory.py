@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from .. import metrics as M
-from ._runner import Case, _orthogonal, _patterns, _rng, _stochastic, _symmetric_orthogonal, _weights, checker
+from ._cases import _orthogonal, _patterns, _rng, _stochastic, _symmetric_orthogonal, _weights
+from ._runner import Case, checker
 
 
 # --------------------------------------------------------------- Chapter: Connection walks

@@ -8,8 +8,8 @@ Chapter: *Beyond E1-E3*.
 """
 from __future__ import annotations
 
-from .. import report as R
 from ..prose import layers_of, names, span, who
+from ..record import layer_means
 from ..stats import spearman
 
 KEYS = ("beyond_summary", "beyond_copy_take", "beyond_findings", "beyond_threshold_null", "beyond_copy_says",
@@ -22,7 +22,7 @@ def trend_rows(reports: dict[str, dict], metric: str) -> dict[str, dict]:
     for the seed-0 random-init null."""
     rows = {}
     for m, rep in reports.items():
-        t, z = R.layer_means(rep, metric), R.layer_means(rep, metric, "random0")
+        t, z = layer_means(rep, metric), layer_means(rep, metric, "random0")
         (r, p), (r0, p0) = spearman(range(len(t)), t), spearman(range(len(z)), z)
         rows[m] = dict(first=float(t[0]), last=float(t[-1]), null_first=float(z[0]), null_last=float(z[-1]),
                        rho=r, p=p, null_rho=r0, null_p=p0)
@@ -89,7 +89,7 @@ def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
     sinkless = [m for m in models if sink_stats[m]["null_min"] <= 0]
     spread = {m: max(s["null_max"], 1 / s["null_min"]) for m, s in sink_stats.items() if s["null_min"] > 0}
     widest = max(spread, key=spread.get) if spread else None
-    curves = {m: R.layer_means(rep, "sink") / sink_stats[m]["u"] for m, rep in reports.items()}
+    curves = {m: layer_means(rep, "sink") / sink_stats[m]["u"] for m, rep in reports.items()}
     after = [m for m in models if sink_stats[m]["at"] > 0]
     near = [m for m in models if sink_stats[m]["first"] < 3]
     early = [m for m in models if m not in near]
@@ -203,7 +203,7 @@ def overlap(reports: dict, overlap_stats: dict, n_one: int) -> str:
              "head moves part of each message out of the subspace it read it from, so no head transport is a "
              "connection on a fixed sub-bundle." if n_one == 0 else
              f": {n_one} head{'s come' if n_one > 1 else ' comes'} within $0.01$ of $\\omega_h = 1$, nearly mapping "
-             "its value sub-bundle to itself as the condition of {prf:ref}`prop-p3-lowrank` asks.")
+             "its value sub-bundle to itself, as the condition of {prf:ref}`prop-p3-lowrank` asks.")
     return text
 
 

@@ -15,8 +15,10 @@ import numpy as np
 
 from .. import report as R
 from ..prose import names, span, who
+from ..record import depth_trend, late_value, layer_means, random_nulls
 from ..rules_history import e1_rule1, e1_table_rule2
 from ..scorecard import verdict_box
+from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
 
 GRAPH = ("tv", "tv_norm", "spec", "cross", "rev")
 METRICS = GRAPH + tuple(g + "_nosink" for g in GRAPH)        # the ten metrics that get a verdict
@@ -71,17 +73,17 @@ def shares(rows) -> list[str]:
 
 
 def _late(rep, metric, cond="trained") -> float:
-    return float(R.late_value(rep, metric, cond).mean())
+    return float(late_value(rep, metric, cond).mean())
 
 
 def _rho(rep, metric, cond="trained") -> float:
-    return R.depth_trend(rep, metric, cond)[0]
+    return depth_trend(rep, metric, cond)[0]
 
 
 def _falls(rep, metric) -> bool:
     """The curve falls with depth, reading its layer means as independent points (a description, not the rule)."""
-    rho, p = R.depth_trend(rep, metric)
-    return rho < 0 and p < R.ALPHA
+    rho, p = depth_trend(rep, metric)
+    return rho < 0 and p < ALPHA
 
 
 def _models(reports) -> list[str]:
@@ -115,7 +117,7 @@ def sink_made(report: dict) -> bool | None:
     """Whether the trained late sink mass exceeds :data:`SINK_FACTOR` times the largest per-layer sink mass of any
     random-init seed, all measured on the same columns (the trained model's, ``sink_mass_columns``); None where
     the seeds' mass is 0 in every layer (no column measured: a comparison with 0 cannot fail, so none is made)."""
-    top = max(R.layer_means(report, "sink", c).max() for c in R.random_nulls(report))
+    top = max(layer_means(report, "sink", c).max() for c in random_nulls(report))
     return None if not top > 0 else bool(_late(report, "sink") > SINK_FACTOR * top)
 
 
@@ -131,7 +133,7 @@ def columns_of(reports: list[dict]) -> str:
 def near_uniform(reports: list[dict]) -> list[str]:
     """The models whose random-init walks stay within :data:`NEAR` of the uniform walk in every layer."""
     return [r["model"] for r in reports
-            if max(R.layer_means(r, "uniform_dist", c).max() for c in R.random_nulls(r)) < NEAR]
+            if max(layer_means(r, "uniform_dist", c).max() for c in random_nulls(r)) < NEAR]
 
 
 # ----------------------------------------------------------------------- the paragraphs
@@ -217,7 +219,7 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
 
     models, reg = _models(reports), registered(rows)
     rep = dict(zip(models, reports))
-    seeds = {m: R.random_nulls(r) for m, r in rep.items()}
+    seeds = {m: random_nulls(r) for m, r in rep.items()}
     made = {m: sink_made(rep[m]) for m in models}
     measured = [m for m in models if made[m] is not None]
     below_seeds = [m for m in models if _late(rep[m], "tv_norm") < min(_late(rep[m], "tv_norm", c) for c in seeds[m])]
@@ -229,8 +231,8 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
     rev_ns_above = [m for m in models if _late(rep[m], "rev_nosink")
                     > max(_late(rep[m], "rev_nosink", c) for c in seeds[m])]
     rev_low = [m for m in models if _late(rep[m], "rev") < 0.5 * min(_late(rep[m], "rev", c) for c in seeds[m])]
-    raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
-                 < R.layer_means(rep[m], "tv").min()]
+    raw_below = [m for m in models if max(layer_means(rep[m], "tv", c).max() for c in seeds[m])
+                 < layer_means(rep[m], "tv").min()]
     cross_above = [m for m in models if _late(rep[m], "cross") > max(_late(rep[m], "cross", c) for c in seeds[m])]
     has_input = [m for m in models if "input_dependence_nosink" in rep[m]["conditions"]["trained"]]
     falls_in = [m for m in has_input if input_falls(rep[m])]
@@ -271,7 +273,7 @@ def diagnostics(reports: list[dict]) -> str:
     """Sink mass and distance from uniform, against the random-init seeds (``e1_diag_says``)."""
     models, decoders = _models(reports), _decoders(reports)
     rep = dict(zip(models, reports))
-    sink = {m: R.layer_means(r, "sink") for m, r in rep.items()}
+    sink = {m: layer_means(r, "sink") for m, r in rep.items()}
     made = {m: sink_made(rep[m]) for m in models}
     measured = [m for m in models if made[m] is not None]
     makes = [m for m in measured if made[m]]
@@ -279,7 +281,7 @@ def diagnostics(reports: list[dict]) -> str:
     peak = {m: float(sink[m].max()) for m in models}
     falls_back = [m for m in decoders if sink[m][-1] < 0.9 * peak[m]]
     shuffle_lower = [m for m in decoders if _late(rep[m], "sink", "shuffled") < _late(rep[m], "sink")]
-    null_far = {m: max(R.layer_means(r, "uniform_dist", c).max() for c in R.random_nulls(r)) for m, r in rep.items()}
+    null_far = {m: max(layer_means(r, "uniform_dist", c).max() for c in random_nulls(r)) for m, r in rep.items()}
     near = near_uniform(reports)
     off = [m for m in models if m not in near]
     encoders = [m for m in models if m not in decoders]
@@ -305,7 +307,7 @@ def diagnostics(reports: list[dict]) -> str:
     text += ("\n\n" + ("The lower row shows the pitfall that motivated `tv_norm`. " if near else "")
              + f"The random-init walks stay within {NEAR} of the uniform walk in every layer in {who(near, models)}, "
              f"while the trained walks' smallest distance from it is "
-             f"{span([R.layer_means(rep[m], 'uniform_dist').min() for m in models])}.")
+             f"{span([layer_means(rep[m], 'uniform_dist').min() for m in models])}.")
     if off:
         text += (f" The exception{'s are' if len(off) > 1 else ' is'} "
                  + ", ".join(f"{m}, whose random-init walks are up to {null_far[m]:.2f} away" for m in off)
@@ -318,17 +320,17 @@ def distances(reports: list[dict]) -> str:
     """Raw and normalised distances between consecutive layers against the nulls (``e1_tv_says``)."""
     models = _models(reports)
     rep = dict(zip(models, reports))
-    seeds = {m: R.random_nulls(r) for m, r in rep.items()}
+    seeds = {m: random_nulls(r) for m, r in rep.items()}
     raw_null_falls = [m for m in models if all(_rho(rep[m], "tv", c) < 0 for c in seeds[m])]
     null_closer = [m for m in raw_null_falls if all(_rho(rep[m], "uniform_dist", c) < 0 for c in seeds[m])]
     null_tvn = [_late(rep[m], "tv_norm", c) for m in models for c in seeds[m]]
     late_tvn = {m: _late(rep[m], "tv_norm") for m in models}
-    first = lambda m, k: float(R.layer_means(rep[m], k)[0])            # noqa: E731
+    first = lambda m, k: float(layer_means(rep[m], k)[0])            # noqa: E731
     sink_carries = [m for m in models if late_tvn[m] / first(m, "tv_norm")
                     < _late(rep[m], "tv_norm_nosink") / first(m, "tv_norm_nosink")]
     real_steadier = [m for m in models if _late(rep[m], "tv_norm", "shuffled") > late_tvn[m]]
-    raw_below = [m for m in models if max(R.layer_means(rep[m], "tv", c).max() for c in seeds[m])
-                 < R.layer_means(rep[m], "tv").min()]
+    raw_below = [m for m in models if max(layer_means(rep[m], "tv", c).max() for c in seeds[m])
+                 < layer_means(rep[m], "tv").min()]
     raw_ratio = [_late(rep[m], "tv") / np.mean([_late(rep[m], "tv", c) for c in seeds[m]]) for m in models]
     below_seeds = [m for m in models if late_tvn[m] < min(_late(rep[m], "tv_norm", c) for c in seeds[m])]
     below_one = [m for m in models if late_tvn[m] < 1]
@@ -406,7 +408,7 @@ def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:
 
 def _input_thirds(report: dict, cond: str = "trained") -> tuple[float, float]:
     """``input_dependence_nosink`` averaged over the first and over the last third of the layers."""
-    y = R.layer_means(report, "input_dependence_nosink", cond)
+    y = layer_means(report, "input_dependence_nosink", cond)
     k = max(1, math.ceil(len(y) / 3))
     return float(y[:k].mean()), float(y[-k:].mean())
 
@@ -427,8 +429,8 @@ def input_dependence(reports: list[dict]) -> str:
     models = list(rep)
     trained = {m: _input_thirds(rep[m]) for m in models}
     shuffled = {m: _input_thirds(rep[m], "shuffled") for m in models if k in rep[m]["conditions"].get("shuffled", {})}
-    seeds = {m: float(np.mean([_input_thirds(rep[m], c)[1] for c in R.random_nulls(rep[m])])) for m in models
-             if R.random_nulls(rep[m]) and all(k in rep[m]["conditions"][c] for c in R.random_nulls(rep[m]))}
+    seeds = {m: float(np.mean([_input_thirds(rep[m], c)[1] for c in random_nulls(rep[m])])) for m in models
+             if random_nulls(rep[m]) and all(k in rep[m]["conditions"][c] for c in random_nulls(rep[m]))}
     falls = [m for m in models if input_falls(rep[m])]
     below_shuffled = [m for m in shuffled if trained[m][1] < shuffled[m][1]]
     below_seeds = [m for m in seeds if trained[m][1] < seeds[m]]
@@ -460,7 +462,7 @@ def spectra(reports: list[dict]) -> str:
     rep = dict(zip(models, reports))
     falls = [m for m in models if any(_falls(rep[m], k) for k in ("spec", "spec_nosink"))]
     rises = [m for m in models if _rho(rep[m], "spec_nosink") > 0]
-    last_big = [m for m in models if all(R.layer_means(rep[m], k)[-1] > R.layer_means(rep[m], k)[0]
+    last_big = [m for m in models if all(layer_means(rep[m], k)[-1] > layer_means(rep[m], k)[0]
                                          for k in ("spec", "spec_nosink"))]
     return (f"The spectral distance between consecutive layers falls with depth ($\\rho < 0$, $p < 0.05$) in "
             f"{who(falls, models)} for `spec` or `spec_nosink`. The sink-removed spectra change *more* from layer "
@@ -477,8 +479,8 @@ def cross_and_reversibility(reports: list[dict]) -> str:
 
     models = _models(reports)
     rep = dict(zip(models, reports))
-    null_level = lambda m, k: [_late(rep[m], k, c) for c in R.random_nulls(rep[m])]   # noqa: E731
-    sink_rev = {m: spearman(R.layer_means(rep[m], "sink"), R.layer_means(rep[m], "rev"))[0] for m in models}
+    null_level = lambda m, k: [_late(rep[m], k, c) for c in random_nulls(rep[m])]   # noqa: E731
+    sink_rev = {m: spearman(layer_means(rep[m], "sink"), layer_means(rep[m], "rev"))[0] for m in models}
     cross_falls = [m for m in models if any(_falls(rep[m], k) for k in ("cross", "cross_nosink"))]
     cross_apart = [m for m in models if _rho(rep[m], "cross_nosink") > 0]
     cross_ratio = {m: _late(rep[m], "cross") / max(null_level(m, "cross")) for m in models}
@@ -587,9 +589,9 @@ def structures(reports: list[dict]) -> str:
     gap = {m: max(abs(_late(rep[m], k, "shuffled") / _late(rep[m], k) - 1) for k in WALK_KEYS) for m in models}
     text = ""
     if decoders:
-        peak = [float(R.layer_means(rep[m], "sink").max()) for m in decoders]
-        carries = [m for m in decoders if _late(rep[m], "tv_norm") / R.layer_means(rep[m], "tv_norm")[0]
-                   < _late(rep[m], "tv_norm_nosink") / R.layer_means(rep[m], "tv_norm_nosink")[0]]
+        peak = [float(layer_means(rep[m], "sink").max()) for m in decoders]
+        carries = [m for m in decoders if _late(rep[m], "tv_norm") / layer_means(rep[m], "tv_norm")[0]
+                   < _late(rep[m], "tv_norm_nosink") / layer_means(rep[m], "tv_norm_nosink")[0]]
         text += (f"In the decoders, the detected sink takes {span(peak)} of the attention at its peak; the "
                  f"sink-inclusive `tv_norm` falls further than the sink-free one in "
                  f"{who(carries, decoders, 'decoder')}; and the sink-free spectra change more with depth in "
@@ -609,8 +611,8 @@ def quantisation(report: dict, q4: dict, q4_grid: dict, grid: dict) -> str:
     """A 4-bit round trip of the one float model: how far it moves the curves and whether it moves a verdict
     (``e1_q4_says``; ``q4_grid``: ``{metric: row}`` with the Q4 model in the trained model's place)."""
     m = report["model"]
-    shift = {k: float(np.abs(R.layer_means(q4, k) - R.layer_means(report, k)).max()
-                      / np.abs(R.layer_means(report, k)).max()) for k in METRICS}
+    shift = {k: float(np.abs(layer_means(q4, k) - layer_means(report, k)).max()
+                      / np.abs(layer_means(report, k)).max()) for k in METRICS}
     changed = [k for k in METRICS if label(q4_grid[k]) != label(grid[m, k])]
     return (f"The 4-bit round trip moves {m}'s curves by at most {span(shift.values(), '{:.0%}')} of each curve's "
             "largest value (metric by metric), and changes "
@@ -627,7 +629,7 @@ def long_context(short: dict, long: dict, layer_types: list[str], short_row: dic
     if not local or not glob:
         raise ValueError("layer_types must name both sliding_attention and full-attention layers, got "
                          f"{sorted(set(layer_types))}")
-    mean = lambda rep, k, ls: float(np.mean(R.layer_means(rep, k)[ls]))     # noqa: E731
+    mean = lambda rep, k, ls: float(np.mean(layer_means(rep, k)[ls]))     # noqa: E731
     d = {name: mean(long, "uniform_dist", ls) - mean(short, "uniform_dist", ls)
          for name, ls in (("local", local), ("global", glob))}
     sink = {name: (mean(short, "sink", ls), mean(long, "sink", ls)) for name, ls in (("local", local), ("global", glob))}
@@ -640,16 +642,16 @@ def long_context(short: dict, long: dict, layer_types: list[str], short_row: dic
             f"{d['global']:+.3f} in the {len(glob)} global ones, and the sink mass from {sink['local'][0]:.2f} to "
             f"{sink['local'][1]:.2f} (local) and from {sink['global'][0]:.2f} to {sink['global'][1]:.2f} (global).")
     took = long.get("condition_seconds", {})
-    seeds = [took[c] for c in R.random_nulls(long) if c in took]
+    seeds = [took[c] for c in random_nulls(long) if c in took]
     if seeds and "trained" in took:
         text += (f" Each random-init seed's measurement took {span(seeds, '{:.0f}')} s here, against "
                  f"{took['trained']:.0f} s for the trained model's.")
     if long_row["verdict"] == "insufficient data":
-        n_seeds, n_pass = len(R.random_nulls(long)), long["passages"]
-        short = ([f"{n_pass} passage{'s' * (n_pass != 1)} (the rule needs {R.MIN_PASSAGES})"]
-                 * (n_pass < R.MIN_PASSAGES)
-                 + [f"{n_seeds} random-init seed{'s' * (n_seeds != 1)} (it needs {R.MIN_SEEDS})"]
-                 * (n_seeds < R.MIN_SEEDS))
+        n_seeds, n_pass = len(random_nulls(long)), long["passages"]
+        short = ([f"{n_pass} passage{'s' * (n_pass != 1)} (the rule needs {MIN_PASSAGES})"]
+                 * (n_pass < MIN_PASSAGES)
+                 + [f"{n_seeds} random-init seed{'s' * (n_seeds != 1)} (it needs {MIN_SEEDS})"]
+                 * (n_seeds < MIN_SEEDS))
         text += (f" With {' and '.join(short) or 'too few layers'}, the rule gives no verdict: the numbers above "
                  "describe this measurement and decide nothing"
                  + ("; the full build's are the ones to read." if not full else "."))
@@ -682,7 +684,7 @@ def exercise_two(d_causal: list[float], d_full: list[float], report: dict, n: in
     """The second exercise's paragraph (``e1_ex2_says``): a small random-init decoder's walks against the
     causal-uniform walk ``d_causal`` and the uniform walk ``d_full`` (one value per layer), beside the report's
     random-init seed 0 and trained model (``uniform_dist``), on ``n`` tokens."""
-    null, trained = R.layer_means(report, "uniform_dist", "random0"), R.layer_means(report, "uniform_dist")
+    null, trained = layer_means(report, "uniform_dist", "random0"), layer_means(report, "uniform_dist")
     gap = (n - 1) / (2 * n)
     closer = float(trained.min()) / max(d_causal)
     return (f"In part 2, the walks of the random {len(d_causal)}-layer decoder are {span(d_causal, '{:.3f}')} from "
@@ -752,7 +754,7 @@ def model_table(report: dict, grid: dict) -> str:
              f"  {'metric':<15}{'first':>7}{'last':>7}{'m early':>8}{'m late':>8}{'late':>7}"
              f"{'strongest null':>24}{'p(a)':>7}{'p(b)':>7}{'p(sh)':>7}  verdict"]
     for k in METRICS:
-        y, row = R.layer_means(report, k), grid[m, k]
+        y, row = layer_means(report, k), grid[m, k]
         null = row["strongest_null"]
         lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['early_margin']:+8.3f}{row['late_margin']:+8.3f}"
                      f"{row['late_trained']:7.3f}{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"

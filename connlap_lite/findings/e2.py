@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import report as R
 from ..prose import layers_of, names, span, who
+from ..record import DATA_SEED_KEYS, layer_curve, layer_means, matrix, random_nulls
 from ..rules_history import e2_rule1, e2_table_rule2, e2_table_rule3
 from ..scorecard import verdict_box
-from ..record import DATA_SEED_KEYS
 from ..stats import mean_interval, spearman
 
 # the data nulls of the rule, by the keys that hold them in the trained condition (three seeds' transports)
@@ -32,14 +31,14 @@ def edge_gap_interval(rep: dict) -> tuple[float, float, float]:
     """The trained mean edge defect minus the random-init seeds' mean, paired by passage (the edge passages are
     the same in every condition), with its 95% bootstrap interval over those few passages, widened for their number
     as the rules widen theirs (:func:`connlap_lite.stats.mean_interval` with ``expand``): ``(gap, low, high)``."""
-    per_passage = lambda c: R.matrix(rep, "edge_defect", c).mean(0)          # noqa: E731  mean over layers
-    diff = per_passage("trained") - np.mean([per_passage(c) for c in R.random_nulls(rep)], axis=0)
+    per_passage = lambda c: matrix(rep, "edge_defect", c).mean(0)          # noqa: E731  mean over layers
+    diff = per_passage("trained") - np.mean([per_passage(c) for c in random_nulls(rep)], axis=0)
     return mean_interval(diff, expand=True)
 
 
 def random_init(rep: dict, metric: str) -> np.ndarray:
     """The random-init null's per-layer mean, averaged over its seeds."""
-    return np.mean([R.layer_means(rep, metric, c) for c in R.random_nulls(rep)], axis=0)
+    return np.mean([layer_means(rep, metric, c) for c in random_nulls(rep)], axis=0)
 
 
 def head_values(rep: dict, metric: str, conds=("trained",)) -> np.ndarray:
@@ -56,24 +55,24 @@ def data_seeds_curve(rep: dict) -> np.ndarray:
     """Per layer, the random-init seeds' transports on the trained inputs, averaged over the seeds (E2's data null
     from three seeds, :data:`connlap_lite.record.DATA_SEED_KEYS`)."""
     keys = [k for k in DATA_SEED_KEYS if k in rep["conditions"]["trained"]]
-    return np.mean([R.layer_means(rep, k) for k in keys], axis=0)
+    return np.mean([layer_means(rep, k) for k in keys], axis=0)
 
 
 def _strongest_data(rep: dict) -> np.ndarray:
     """Per layer, the lower of the two data nulls' means (what the trained data defect must beat)."""
-    return np.minimum(data_seeds_curve(rep), R.layer_means(rep, "data_defect_gaussian"))
+    return np.minimum(data_seeds_curve(rep), layer_means(rep, "data_defect_gaussian"))
 
 
 def heads_against_nulls(rep: dict, mp_pred: float) -> dict:
     """The heads' nulls as the figure draws them: how wide a strip the Gaussian null, two random-init seeds and
     ``sqrt(d_h / 2d)`` (``mp_pred``) span over the layers, the widest of their bands, how far the trained curve is
     from the Gaussian null on average, and the layers where it dips below the Gaussian null or the seeds' mean."""
-    tr, gauss = R.layer_means(rep, "head_defect"), R.layer_means(rep, "head_defect_gaussian")
-    seeds = R.random_nulls(rep)[:2]
-    lines = np.stack([gauss, *(R.layer_means(rep, "head_defect", c) for c in seeds)])
+    tr, gauss = layer_means(rep, "head_defect"), layer_means(rep, "head_defect_gaussian")
+    seeds = random_nulls(rep)[:2]
+    lines = np.stack([gauss, *(layer_means(rep, "head_defect", c) for c in seeds)])
     widths = []
     for m, c in (("head_defect_gaussian", "trained"), *(("head_defect", c) for c in seeds)):
-        _, lo, hi = R.layer_curve(rep, m, c)
+        _, lo, hi = layer_curve(rep, m, c)
         widths.append(float(np.mean(np.array(hi) - np.array(lo))))
     return {"strip": float(max(lines.max(), mp_pred) - min(lines.min(), mp_pred)), "band": max(widths),
             "dist": float(np.abs(tr - gauss).mean()),
@@ -153,8 +152,8 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
     co_adapt, co_ci, edge_gap, fold, fold_curve = {}, {}, {}, {}, {}
     null_strip, null_band, null_dist, edge_passages, edge_band = {}, {}, {}, {}, {}
     for name, rep in rep_of.items():
-        tr, gauss = R.layer_means(rep, "head_defect"), R.layer_means(rep, "head_defect_gaussian")
-        init, rot = random_init(rep, "head_defect"), R.layer_means(rep, "head_defect_rotation")
+        tr, gauss = layer_means(rep, "head_defect"), layer_means(rep, "head_defect_gaussian")
+        init, rot = random_init(rep, "head_defect"), layer_means(rep, "head_defect_rotation")
         below_gauss[name] = [int(i) for i in np.flatnonzero(tr < np.maximum(gauss, init))]
         if abs(tr.mean() - rot.mean()) < abs(tr.mean() - gauss.mean()):
             closer_rot.append(name)
@@ -163,21 +162,21 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
                                for r, t in zip(cond["head_defect_rotation"], cond["head_defect"])])
         mean, lo, hi = mean_interval(diff)
         co_adapt[name], co_ci[name] = mean, (lo, hi)
-        d_tr, d_null = R.layer_means(rep, "data_defect_nosink"), _strongest_data(rep)
+        d_tr, d_null = layer_means(rep, "data_defect_nosink"), _strongest_data(rep)
         if (d_tr > d_null).all():
             data_every.append(name)
         x = reg[name]
         data_ratio[name] = x["data_defect"] / x["data_nulls"][x["strongest_data_null"]]
-        shuffle_rel[name] = abs(R.layer_means(rep, "data_defect", "shuffled").mean()
-                                / R.layer_means(rep, "data_defect").mean() - 1)
+        shuffle_rel[name] = abs(layer_means(rep, "data_defect", "shuffled").mean()
+                                / layer_means(rep, "data_defect").mean() - 1)
         null_falls[name] = spearman(np.arange(len(d_null)), data_seeds_curve(rep))
         edge_gap[name] = edge_gap_interval(rep)
-        fold_curve[name] = R.layer_means(rep, "head_defect_gain")
+        fold_curve[name] = layer_means(rep, "head_defect_gain")
         fold[name] = float(fold_curve[name].mean() - tr.mean())
         strip = heads_against_nulls(rep, mp_pred[name])
         null_strip[name], null_band[name], null_dist[name] = strip["strip"], strip["band"], strip["dist"]
         edge_passages[name] = len(cond["edge_defect"][0])
-        _, lo_, hi_ = R.layer_curve(rep, "edge_defect")
+        _, lo_, hi_ = layer_curve(rep, "edge_defect")
         edge_band[name] = float(np.mean(np.array(hi_) - np.array(lo_)))
 
     flat_nulls = [m for m in models if flat(null_strip[m], null_band[m], null_dist[m])]
@@ -272,12 +271,12 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int) -> 
     text = (f"1. **Head defect.** {row0} {row1}\n2. **Gain folded.** {row2.strip()}\n"
             f"3. **Data defect.** {row3}\n4. **Edge defect.** {row4}")
 
-    gauss_lower = [m for m in models if R.layer_means(rep_of[m], "head_defect_gaussian").mean()
-                   < R.layer_means(rep_of[m], "head_defect").mean()]
+    gauss_lower = [m for m in models if layer_means(rep_of[m], "head_defect_gaussian").mean()
+                   < layer_means(rep_of[m], "head_defect").mean()]
     lower = ("But a Gaussian matrix of the same shape scores lower" if len(gauss_lower) == len(models) else
              f"A Gaussian matrix of the same shape scores lower on {who(gauss_lower, models)}")
-    beat = [m for m in co if R.layer_means(rep_of[m], "head_defect").mean()
-            < min(R.layer_means(rep_of[m], "head_defect_gaussian").mean(), random_init(rep_of[m], "head_defect").mean())]
+    beat = [m for m in co if layer_means(rep_of[m], "head_defect").mean()
+            < min(layer_means(rep_of[m], "head_defect_gaussian").mean(), random_init(rep_of[m], "head_defect").mean())]
     if co:
         survives = (f"What does survive is weaker: the heads of {names(co)} are more isometric than their own "
                     "factors' spectra would make them (the rotation null), that is, training co-adapted the value "
@@ -298,7 +297,7 @@ def trends(reports: list[dict]) -> str:
     def trend(curve):
         return spearman(np.arange(len(curve)), curve)
 
-    sig = [(r["model"], m, *trend(R.layer_means(r, m))) for r in reports for m in ("head_defect", "data_defect_nosink")]
+    sig = [(r["model"], m, *trend(layer_means(r, m))) for r in reports for m in ("head_defect", "data_defect_nosink")]
     sig = [s for s in sig if s[3] < 0.05]
     says = ("The tables confirm the curves and add the trends. "
             + ("No trained head defect or data defect has a significant depth trend ($p < 0.05$) in any model"
@@ -307,7 +306,7 @@ def trends(reports: list[dict]) -> str:
     few = [r for r in reports if r["layers"] <= 8]
     says += (f" ({names(r['model'] for r in few)}, with {min(r['layers'] for r in few)} layers, could barely show "
              "one anyway). " if few else ". ")
-    strong = [(r["model"], m, *trend(R.layer_means(r, m))) for r in reports for m in TREND_METRICS]
+    strong = [(r["model"], m, *trend(layer_means(r, m))) for r in reports for m in TREND_METRICS]
     items = [f"{n}'s {LABEL[m]}, which {'rises' if rho > 0 else 'falls'} with depth ($\\rho = {rho:+.2f}$)"
              for n, m, rho, p in strong if p < 0.01]
     nulls = {"head_defect": lambda r: random_init(r, "head_defect"),
@@ -389,12 +388,12 @@ def quantisation(base: dict, q4: dict, reports: list[dict]) -> tuple[str, str, d
     for m in TREND_METRICS + ("head_defect_rotation",):
         a, b = flat(base, m), flat(q4, m)
         mad = float(np.abs(b - a).mean())
-        gap = (abs(R.layer_means(base, m).mean() - null(base, m)) if m in TREND_METRICS else float("nan"))
+        gap = (abs(layer_means(base, m).mean() - null(base, m)) if m in TREND_METRICS else float("nan"))
         shift[m] = dict(float=float(a.mean()), q4=float(b.mean()), abs=mad, rel=mad / float(np.abs(a).mean()),
                         gap=gap)
         signed[m] = float(b.mean() - a.mean())
     decide = ("head_defect", "data_defect_nosink")
-    towards = {m: bool(np.sign(signed[m]) == np.sign(null(base, m) - R.layer_means(base, m).mean())) for m in decide}
+    towards = {m: bool(np.sign(signed[m]) == np.sign(null(base, m) - layer_means(base, m).mean())) for m in decide}
     ratio = {m: shift[m]["gap"] / shift[m]["abs"] for m in decide}
     says = (f"The round trip moves {base['model']}'s head defects by {shift['head_defect']['rel']:.1%} of their "
             f"value, its data defects by {shift['data_defect_nosink']['rel']:.1%} and its edge defects by "
@@ -422,7 +421,7 @@ def quantisation(base: dict, q4: dict, reports: list[dict]) -> tuple[str, str, d
     margin = {}
     for rep in reports:
         if rep["model"] != base["model"]:
-            margin[rep["model"]] = min(abs(R.layer_means(rep, m).mean() - null(rep, m)) / R.layer_means(rep, m).mean()
+            margin[rep["model"]] = min(abs(layer_means(rep, m).mean() - null(rep, m)) / layer_means(rep, m).mean()
                                        / shift[m]["rel"] for m in decide)
     close = [n for n, v in margin.items() if v < 3]
     more = (f"Their relative distances from the nulls are {span(margin.values(), '{:.0f}')} times "
@@ -482,10 +481,10 @@ def paragraphs(reports: list[dict], rows: list[dict], *, mp_pred: dict, edges: i
     base = next(r for r in reports if r["model"] == q4["model"])
     text, lower, survives = curves(reports, rows, mp_pred, edges)
     q4_says, margin, _ = quantisation(base, q4, reports)
-    agree = max(abs(R.layer_means(r, "head_defect_gaussian").mean() - random_init(r, "head_defect").mean())
+    agree = max(abs(layer_means(r, "head_defect_gaussian").mean() - random_init(r, "head_defect").mean())
                 for r in reports)
     below = [r["model"] for r in reports
-             if R.layer_means(r, "data_defect_nosink").mean() < _strongest_data(r).mean()]
+             if layer_means(r, "data_defect_nosink").mean() < _strongest_data(r).mean()]
     out = {"e2_summary": summary(reports, rows), "e2_main_take": main_take(rows),
            "e2_data_take": (f"On its own tokens, the trained data defect is below the stronger data null in "
                             f"{who(below, [r['model'] for r in reports])}."),
@@ -569,7 +568,7 @@ def trend_table(report: dict) -> str:
              f"  {'defect':<19}{'first':>7}{'last':>7}{'mean':>7}{'rho (p)':>15}  |{'null mean':>10}"
              f"{'null rho (p)':>15}"]
     for m in TREND_METRICS:
-        tr, nl = R.layer_means(report, m), null_curve(report, m)
+        tr, nl = layer_means(report, m), null_curve(report, m)
         lines.append(f"  {m:<19}{tr[0]:>7.3f}{tr[-1]:>7.3f}{tr.mean():>7.3f}{rho_p(tr):>15}  |{nl.mean():>10.3f}"
                      f"{rho_p(nl):>15}")
     return "\n".join(lines)

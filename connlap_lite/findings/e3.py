@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import report as R
 from ..prose import names, size, sizes
+from ..record import late_value
 from ..rules_history import e3_rule1, scale_slope
 from ..scorecard import verdict_box
 
@@ -108,7 +109,7 @@ def model_words(reports: list[dict], full: bool) -> dict[str, str]:
 
 def arch_pair(a: dict, b: dict) -> str:
     """Two designs of about the same non-embedding size, compared on two E2 metrics (``e3_arch_pair``)."""
-    ratio = {m: R.late_value(a, m).mean() / R.late_value(b, m).mean() for m in ("head_defect_gain", "data_defect")}
+    ratio = {m: late_value(a, m).mean() / late_value(b, m).mean() for m in ("head_defect_gain", "data_defect")}
     apart = [m for m, r in ratio.items() if max(r, 1 / r) >= 1.5]
     return (f"{a['model']} and {b['model']} have almost the same number of parameters outside their embeddings "
             f"({size(a['non_embedding_parameters'])} and {size(b['non_embedding_parameters'])}), "

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import html
 
-from .. import report as R
 from ..prose import names, span, tally
 from ..record import random_nulls
 from ..report import e1_table, e2_table
-from ..verdicts import MIN_SEEDS
 from ..scorecard import _key, rule_changes_markdown, verdict_box
 from ..scorecard import rule_changes as _changes
+from ..verdicts import MIN_SEEDS, VERDICTS
 
 CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
           "E2": "transports close to scaled isometries (E2)",
@@ -62,7 +61,7 @@ def headline(rows: list[dict]) -> str:
                       " in " + names(_structure(r) for r in {r["structure"]: r for r in where}.values()))
             by_word.setdefault(word, []).append(CLAIMS[claim] + suffix)
     models = sorted({m for r in rows if r["claim"] == "E1" for m in r["models"]})
-    order = sorted(by_word, key=lambda w: R.VERDICTS.index(w) if w in R.VERDICTS else len(R.VERDICTS))
+    order = sorted(by_word, key=lambda w: VERDICTS.index(w) if w in VERDICTS else len(VERDICTS))
     return (f"On these {len(models)} small models, by the registered rules: "
             + "; ".join(f"*{w}* for {names(by_word[w])}" for w in order) + ".")
 
@@ -215,7 +214,7 @@ def grid_take(rows: list[dict]) -> str:
     counts: dict[str, int] = {}
     for word in cells.values():
         counts[word] = counts.get(word, 0) + 1
-    order = sorted(counts, key=lambda w: R.VERDICTS.index(w) if w in R.VERDICTS else len(R.VERDICTS))
+    order = sorted(counts, key=lambda w: VERDICTS.index(w) if w in VERDICTS else len(VERDICTS))
     return f"Of the {len(cells)} claim-model cells: " + ", ".join(f"{counts[w]} *{w}*" for w in order) + "."
 
 

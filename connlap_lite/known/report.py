@@ -2,7 +2,7 @@
 
 :func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
 one repeated token); :func:`known_results` does so for a model and its null, caches the JSON (through
-:mod:`connlap_lite._cache`, as :func:`connlap_lite.analyze` does) and adds the verdicts
+:mod:`connlap_lite._cache`, as :func:`connlap_lite.analysis.analyze` does) and adds the verdicts
 (:mod:`connlap_lite.known.statements`).
 
 Chapter: *Known results, reproduced*.
@@ -140,7 +140,7 @@ def seed_defects(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int 
 
 def natural_record(report: dict) -> dict:
     """The natural-text measurements of a :func:`known_results` report in the shape of an
-    :func:`connlap_lite.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
+    :func:`connlap_lite.analysis.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
     record's readers (:func:`connlap_lite.record.layer_means`, :func:`connlap_lite.record.layer_curve`) read them.
 
     >>> from connlap_lite.known import toy_report
@@ -190,9 +190,9 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage; an encoder adds
     ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`, which the sinkformer
     statement compares with as units) and ``verdicts`` (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
-    :func:`connlap_lite.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
+    :func:`connlap_lite.analysis.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
     the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the verdicts are
-    recomputed on every call.  (``_load``: :func:`connlap_lite.analyze`'s model, tokenizer and null
+    recomputed on every call.  (``_load``: :func:`connlap_lite.analysis.analyze`'s model, tokenizer and null
     ``random_like(model, NULL_SEED)``, already loaded, as a function returning the three.)
 
     Chapter: *Known results, reproduced*.

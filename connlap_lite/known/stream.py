@@ -88,10 +88,11 @@ def transported(heads, X: torch.Tensor) -> torch.Tensor:
 def norm_weighted_walk(A: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     """Each edge weighted by the norm of the vector it carries, rows normalised.
 
-    ``N_ij`` is proportional to ``P_ij ||T_ij x_j|| = ||sum_h A^h_ij T_h x_j||`` (the multi-head walk of
-    T2: its weight times its edge transport), with ``A (..., H, n, n)`` the heads' attention and
-    ``Y = transported(heads, X)`` of shape ``(..., H, n, d)``. The norm is computed from each token's
-    ``H x H`` Gram matrix ``<T_h x_j, T_g x_j>``, never from the ``(n, n, d)`` messages.
+    ``N_ij`` is proportional to ``P_ij ||T_ij x_j|| = ||sum_h A^h_ij T_h x_j||`` (the multi-head walk of the
+    chapter *Multi-head attention is one edge-dependent connection walk*: its weight times its edge transport),
+    with ``A (..., H, n, n)`` the heads' attention and ``Y = transported(heads, X)`` of shape ``(..., H, n, d)``.
+    The norm is computed from each token's ``H x H`` Gram matrix ``<T_h x_j, T_g x_j>``, never from the
+    ``(n, n, d)`` messages.
 
     Examples
     --------
