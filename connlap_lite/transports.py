@@ -70,6 +70,13 @@ class HeadTransports:
             check_shape(self.offset, "offset", (d,))
         self._cache: dict = {}        # derived factors (cores, singular values, Grams) per dtype; U, V never change
 
+    @classmethod
+    def _trusted(cls, U: torch.Tensor, V: torch.Tensor, *, groups=None) -> "HeadTransports":
+        """Factors taken from another :class:`HeadTransports` (checked there), not checked again."""
+        t = cls.__new__(cls)
+        t.U, t.V, t.groups, t.offset, t._cache = U, V, groups, None, {}
+        return t
+
     @property
     def n_heads(self) -> int:
         return self.U.shape[0]
