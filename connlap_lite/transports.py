@@ -71,10 +71,12 @@ class HeadTransports:
         self._cache: dict = {}        # derived factors (cores, singular values, Grams) per dtype; U, V never change
 
     @classmethod
-    def _trusted(cls, U: torch.Tensor, V: torch.Tensor, *, groups=None) -> "HeadTransports":
-        """Factors taken from another :class:`HeadTransports` (checked there), not checked again."""
+    def _trusted(cls, U: torch.Tensor, V: torch.Tensor, *, groups=None, offset=None) -> "HeadTransports":
+        """Factors of checked shapes and finite values (another :class:`HeadTransports`'s, or a model's weights
+        checked as such), not checked again: ``U`` ``(H, d, r)`` and ``V`` ``(H, r, d)`` of one floating dtype,
+        ``groups`` a long tensor or None, ``offset`` ``(d,)`` of their dtype or None."""
         t = cls.__new__(cls)
-        t.U, t.V, t.groups, t.offset, t._cache = U, V, groups, None, {}
+        t.U, t.V, t.groups, t.offset, t._cache = U, V, groups, offset, {}
         return t
 
     @property
