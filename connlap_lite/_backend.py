@@ -150,7 +150,7 @@ def _all_finite(t: torch.Tensor) -> bool:
         if t.permute(order).is_contiguous():
             t = t.permute(order)
     lo, hi = torch.aminmax(t)
-    return bool(torch.isfinite(lo) & torch.isfinite(hi))
+    return math.isfinite(lo.item()) and math.isfinite(hi.item())
 
 
 class UndefinedWarning(RuntimeWarning):
