@@ -239,8 +239,9 @@ class LayerWalks:
         else:
             A = A[:, keep][:, :, keep]
         A = A.to(dtype)
-        if dtype not in self._heads:
-            self._heads[dtype] = HeadTransports._trusted(self.transports.U.to(dtype), self.transports.V.to(dtype))
+        if dtype not in self._heads:                   # V read from the layer's when first needed
+            self._heads[dtype] = HeadTransports._trusted(self.transports.U.to(dtype),
+                                                         partial(_read_factors, self.transports, dtype))
         heads = self._heads[dtype]
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
         if self._value_bias is not None:    # rows short of 1 (sink logits) carry only their mass of each value bias
@@ -475,6 +476,10 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None
+
+
+def _read_factors(heads: HeadTransports, dtype: torch.dtype) -> torch.Tensor:
+    return heads.V.to(dtype)
 
 
 def _module_output(adapter, model, layer: int, out) -> torch.Tensor:

@@ -2,6 +2,8 @@
 model is an encoder."""
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 
 from .._backend import _all_finite
@@ -31,8 +33,8 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
 
     ``W_v`` is ``(G*d_h, d)`` and ``W_o`` is ``(d, H*d_h)``, as ``nn.Linear`` stores them.
     The affine part ``c = W_o b_v[g(h)] + b_o`` (T1) is kept as ``.offset``.  The factors are views of the
-    weights where they can be (``U`` always; ``V`` unless key/value groups serve several heads), checked
-    finite once, as weights.
+    weights where they can be (``U`` always; ``V`` unless key/value groups serve several heads: then it is made
+    when first read), checked finite once, as weights.
 
     >>> W_v, W_o = torch.ones(4, 6), torch.ones(6, 4)
     >>> heads = head_transports(W_v, None, W_o, None, H=2, G=2)
@@ -56,7 +58,8 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
     groups = torch.arange(H, device=W_v.device) // (H // G)
     U = W_o.detach().reshape(d, H, dh).permute(1, 0, 2)
     V = W_v.detach().reshape(G, dh, d)
-    V = V if G == H else V[groups]
+    if G != H:                                   # each head's copy of its group's rows, made when first read
+        V = partial(torch.index_select, V, 0, groups)
     offset = None
     if b_v is not None or b_o is not None:
         offset = torch.zeros(d, dtype=W_o.dtype, device=W_o.device)
