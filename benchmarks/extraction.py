@@ -277,7 +277,9 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     tl = {"available": False, "skipped": "--quick"} if quick else tl_status(tl_python or sys.executable)
     # the report names the interpreter by its file name only (no path of this machine)
     shown = {**tl, "python": C.portable(tl["python"])} if "python" in tl else tl
-    report = {"quick": quick, "settings": {k: v for k, v in cfg.items()}, "transformer_lens": shown,
+    # the machine's facts as the run starts (its load average above all), not as the report is written
+    report = {"machine": C.machine(), "quick": quick, "settings": {k: v for k, v in cfg.items()},
+              "transformer_lens": shown,
               "time_method": "interleaved rounds in one process (order rotated), median of per-round ratios",
               "memory_method": MEMORY_QUICK if quick else MEMORY_METHOD,
               "pretrained": [], "layers": []}
