@@ -11,10 +11,10 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
 ``forward``      the SDPA forward without returning attention (the model's own memory floor);
 ``walks``        :func:`connlap_lite.attention_walks` over all layers (one SDPA forward through the
                  package's registered attention function, paused at each attention module, each layer's
-                 attention built from the queries and keys the module made), building
-                 ``lw.walk(i)`` (a multi-head walk) per passage: what a reader of the book does to get the walks;
+                 attention built from the queries and keys the module made, while the forward waits),
+                 building ``lw.walk(i)`` (a multi-head walk) per passage: what a reader of the book does to get the walks;
 ``build``        (memory only) ``walks``, its peak reset at each layer's hook: the most that building one
-                 layer's walks adds, the forward waiting at that layer (its attention built already);
+                 layer's attention and walks adds, the forward waiting at that layer;
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
                  model's eager function returns it (the reference the built one is tested against);
 ``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
@@ -23,7 +23,9 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
                  (:func:`connlap_lite.edges.edge_defects` on each layer's heaviest edges): the part of
                  ``metrics`` that needs a full symmetric eigen-solve per edge;
 ``tl``           TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model,
-                 under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``).
+                 under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``: its
+                 version, Python, torch and transformers, and whether it is another environment than this
+                 one's, are recorded).
 
 Times: interleaved rounds in one process, the median of the per-round ratios to ``floor``.
 Memory: a fresh subprocess per variant, the peak resident set above the resident set after
@@ -191,12 +193,19 @@ def _job(job: dict, python: str | None, quick: bool) -> dict:
 
 # ------------------------------------------------------------------ driver side
 def tl_status(python: str) -> dict:
-    """Whether ``transformer_lens`` imports under ``python``, with its version or the error."""
-    code = "import transformer_lens, importlib.metadata as m; print(m.version('transformer-lens'))"
+    """Whether ``transformer_lens`` imports under ``python``: its version, the versions it runs with (Python, torch,
+    transformers) and its environment (the folder name only; ``own_environment`` when it is not this one's), or
+    the error."""
+    code = ("import json, platform, sys, importlib.metadata as m; import transformer_lens; print(json.dumps({"
+            "'version': m.version('transformer-lens'), 'python_version': platform.python_version(), "
+            "'torch': m.version('torch'), 'transformers': m.version('transformers'), 'prefix': sys.prefix}))")
     env = {**os.environ, **C.WORKER_ENV, "PYTHONPATH": str(C.ROOT)}
     p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env)
     if p.returncode == 0:
-        return {"available": True, "version": p.stdout.strip(), "python": python}
+        found = json.loads(p.stdout.strip().splitlines()[-1])
+        prefix = found.pop("prefix")
+        return {"available": True, **found, "python": python, "environment": C.portable(prefix),
+                "own_environment": os.path.realpath(prefix) != os.path.realpath(sys.prefix)}
     return {"available": False, "python": python, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
 
 
@@ -219,10 +228,11 @@ def metrics_reason(row: dict) -> str:
 def walks_reason(row: dict) -> str:
     """What the walks add to the floor, from ``row``'s own ratios."""
     return (f"the SDPA forward alone is {row['ratio']['forward']:.2f}x the floor and the walks "
-            f"{row['ratio']['walks']:.2f}x: each layer read computes its scores and softmax once, in float32 and a "
-            "passage at a time, and its output from them (as the eager floor does), then every passage's walk; "
-            "the layers of the offline models are small (n = 128), where the stream's pause at each layer and the "
-            "per-passage loop weigh most; this ratio moves by a few hundredths from run to run")
+            f"{row['ratio']['walks']:.2f}x: every layer runs SDPA, and each layer read then computes its scores and "
+            "softmax once, in float32 and a passage at a time, while the forward waits, and every passage's walk; the "
+            "forward runs in a worker thread, whose allocations glibc serves from fresh mappings (the benchmark's "
+            "64 KiB mmap threshold) where the floor, in the main thread, reuses its heap; this ratio moves by a few "
+            "hundredths from run to run")
 
 
 def goals_of(report: dict) -> list[dict]:
@@ -242,8 +252,8 @@ def goals_of(report: dict) -> list[dict]:
     why = (f"the SDPA forward alone, its own activations, peaks at {forward:.2f} layers, and while it runs on from one "
            "attention module to the next the reader still holds the previous layer's inputs and output "
            f"({held:.3f} layers here: 2 B n d float32 numbers), {forward + held:.2f} layers together; a layer read "
-           "builds its attention inside its attention call, beside the module's queries, keys and values and what "
-           "the forward holds there (the walks' peak); the walks, built at the pause, peak at "
+           "builds its attention at the pause, after its attention call, from the queries and keys kept, a passage "
+           "at a time for the walks: the attention and walks, built there, peak at "
            f"{worst['peak_in_layers']['build']:.2f} layers. The eager walks peak at "
            f"{worst['peak_in_layers']['walks_eager']:.2f} layers")
     goals.append(C.goal(f"extraction: peak memory above weights, worst of {report['settings']['layers']} layers",
@@ -268,7 +278,9 @@ def run(quick: bool, tl_python: str | None = None, out: str | None = None) -> di
     tl = {"available": False, "skipped": "--quick"} if quick else tl_status(tl_python or sys.executable)
     # the report names the interpreter by its file name only (no path of this machine)
     shown = {**tl, "python": C.portable(tl["python"])} if "python" in tl else tl
-    report = {"quick": quick, "settings": {k: v for k, v in cfg.items()}, "transformer_lens": shown,
+    # the machine's facts as the run starts (its load average above all), not as the report is written
+    report = {"machine": C.machine(), "quick": quick, "settings": {k: v for k, v in cfg.items()},
+              "transformer_lens": shown,
               "time_method": "interleaved rounds in one process (order rotated), median of per-round ratios",
               "memory_method": MEMORY_QUICK if quick else MEMORY_METHOD,
               "pretrained": [], "layers": []}

@@ -9,9 +9,10 @@ forward is stopped at its next attention module, and the hooks are removed, what
 The attention comes from the model itself, through transformers' attention interface
 (:mod:`connlap_lite.rebuild`): while the stream runs, the model's attention function is ours.  For the
 layers being read it keeps the queries and keys the module made (after its rotary embedding and norms),
-the mask the model built and the module's options, builds the layer's attention from them in float32
-(float64 for a float64 model), a passage at a time, and computes the module's output from it; every
-other layer runs the model's own SDPA.  Only one layer's ``(B, H, n, n)`` attention is alive at a time,
+the mask the model built and the module's options; every layer's output comes from the model's own SDPA.
+The layer's attention is built from what was kept, in float32 (float64 for a float64 model), a passage at a
+time, when the reader asks for it, while the forward waits at that layer (only the passage a walk needs, if
+the whole layer's is not asked for).  Only one layer's ``(B, H, n, n)`` attention is alive at a time,
 even while the reader holds the previous layer's :class:`LayerWalks` (``attention="logits"``).
 ``attention="eager"`` runs the model's own eager attention function instead and reads the weights the
 module returns (the reference the built ones are tested against).  The adapters
@@ -25,6 +26,7 @@ import inspect
 import queue
 import threading
 import weakref
+from functools import partial
 from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Iterator
@@ -156,7 +158,9 @@ class LayerWalks:
         biases, ``(b (H, d), b_o)`` with ``b[h] = W_o^h b_v^{g(h)}``: a row of mass ``m`` carries ``m b[h]``, so
         :meth:`walk`'s offset is then one per token, not ``transports.offset``
 
-    ``attention`` may be given as a tensor or as a function of no argument that builds it.  Built, it is
+    ``attention`` and ``output`` may each be given as a tensor or as a function of no argument that builds it
+    when first asked for.  While the layer's queries and keys are kept (the stream paused at this layer),
+    :meth:`walk` builds only its passage's attention, unless the whole layer's is built already.  Built, it is
     kept until :func:`attention_walks` moves on to the next layer, which drops it from here (a reference
     you took to it lives on) so that the forward never runs beside a finished layer's attention; asked
     for again, it is built again by the module run once more on its inputs, which are kept (small), for its
@@ -171,18 +175,27 @@ class LayerWalks:
         self._build = None if isinstance(attention, torch.Tensor) else attention
         self.transports = transports
         self.inputs = inputs
-        self.output = output
+        self._output = output if isinstance(output, torch.Tensor) else None
+        self._form = None if isinstance(output, torch.Tensor) else output
         self.tokens = tokens
         self.mask = {} if mask is None else mask
         self.gain = gain
         self._value_bias = value_bias     # (per head W_o^h b_v^g(h), b_o) where rows may sum to less than 1
         self._lazy: list = []         # the walks' transports that read their gates from the attention
+        self._heads: dict = {}        # the heads (no offset) in each dtype a walk asked for, checked once
+        self._sound: bool | None = None   # whether the attention is finite and nonnegative (checked once)
 
     @property
     def attention(self) -> torch.Tensor:
         if self._attention is None:
             self._attention = self._build()
         return self._attention
+
+    @property
+    def output(self) -> torch.Tensor:
+        if self._output is None:
+            self._output, self._form = self._form(), None
+        return self._output
 
     def _release(self) -> None:
         """Drop the built attention if it can be built again (nothing is lost; memory is freed); the walks
@@ -207,7 +220,9 @@ class LayerWalks:
     def walk(self, i: int, dtype: torch.dtype | None = None) -> ConnectionWalk:
         """Passage ``i``'s multi-head walk on its real tokens.
 
-        Half precision is upcast to float32 unless ``dtype`` says otherwise.  The walk's gates
+        Its attention is the layer's (``self.attention[i]``) if that is built; else, while the stream is
+        paused at this layer, the passage's alone is built for it (the same numbers, ``(H, n, n)``, not
+        ``(B, H, n, n)``) and belongs to the walk.  Half precision is upcast to float32 unless ``dtype`` says otherwise.  The walk's gates
         (``walk.transport.weights``) are not stored beside the attention: they are read from it as the
         walk is applied, the same numbers, and formed in full only when asked for or when
         :func:`attention_walks` moves on to the next layer while the walk is still alive.
@@ -215,28 +230,44 @@ class LayerWalks:
         i = self._passage(i)
         check_float_dtype(dtype)
         keep = self.tokens[i]
-        dtype = dtype or (torch.float32 if self.attention.dtype in (torch.float16, torch.bfloat16)
-                          else self.attention.dtype)
+        alone = self._attention is None and isinstance(self._build, _Builder) and self._build.call is not None
+        A = self._build.passage(i) if alone else self.attention[i]
+        dtype = dtype or (torch.float32 if A.dtype in (torch.float16, torch.bfloat16) else A.dtype)
         m = int(keep.sum())
         if bool(keep[:m].all()):                        # right padding (or none): the real tokens come first
-            A = self.attention[i][:, :m, :m]
+            A = A[:, :m, :m]
         else:
-            A = self.attention[i][:, keep][:, :, keep]
+            A = A[:, keep][:, :, keep]
         A = A.to(dtype)
-        heads = HeadTransports(self.transports.U.to(dtype), self.transports.V.to(dtype))
+        if dtype not in self._heads:                   # V read from the layer's when first needed
+            self._heads[dtype] = HeadTransports._trusted(self.transports.U.to(dtype),
+                                                         partial(_read_factors, self.transports, dtype))
+        heads = self._heads[dtype]
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)
         if self._value_bias is not None:    # rows short of 1 (sink logits) carry only their mass of each value bias
             per_head, b_o = self._value_bias
             offset = torch.einsum("hn,hd->nd", A.sum(-1), per_head.to(dtype))
             offset = offset if b_o is None else offset + b_o.to(dtype)
-        lo, hi = torch.aminmax(A) if A.numel() else (torch.zeros(()), torch.zeros(()))
-        if not (bool(torch.isfinite(lo) & torch.isfinite(hi)) and float(lo) >= 0):
+        if not self._checked():
             return walk_from_heads(A, heads, offset=offset)          # its checks name what is wrong
         # the gates are read from the attention as the walk needs them (no second (H, n, n) array); when
-        # the stream moves on, a walk still alive forms and keeps its own (see _release)
+        # the stream moves on, a walk still alive that reads the layer's attention forms and keeps its own
+        # (see _release); one built for this passage alone is the walk's own
         walk = _gated_walk(A, heads, offset, False, lazy=True)
-        self._lazy.append(weakref.ref(walk.transport))
+        if not alone:
+            self._lazy.append(weakref.ref(walk.transport))
         return walk
+
+    def _checked(self) -> bool:
+        """Whether the attention is finite and nonnegative: so by construction where :class:`_Builder` builds it
+        (softmax of scores it checked finite), else checked once over the layer."""
+        if isinstance(self._build, _Builder):
+            return True
+        if self._sound is None:
+            A = self.attention
+            lo, hi = torch.aminmax(A) if A.numel() else (torch.zeros(()), torch.zeros(()))
+            self._sound = bool(torch.isfinite(lo) & torch.isfinite(hi)) and float(lo) >= 0
+        return self._sound
 
     def section(self, i: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         """The input section of passage ``i`` on its real tokens, ``(n_i, d)``."""
@@ -382,14 +413,13 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
     layers : iterable of layer indices, default all; yielded in the model's order.
     progress : show a progress bar over layers.
     attention : where ``lw.attention`` comes from.  ``"logits"``: built from the queries, keys and mask the
-        layer's module made, one layer at a time (the module's output computed from it; the layers not read
-        run SDPA).  ``"eager"``: the weights the model's own eager attention function returns (the reference).
+        layer's module made, one layer at a time, when asked for (every layer's output computed by SDPA).  ``"eager"``: the weights the model's own eager attention function returns (the reference).
         ``"auto"`` (default): ``"eager"`` for a model loaded with eager attention, ``"logits"`` otherwise.
 
     The model runs once (in a worker thread, paused at each chosen layer until the next one is
     asked for), so every module runs once and, with ``"logits"``, memory stays at the weights, the forward's own
-    activations and one layer's attention (and, while the reader still holds the previous layer, its inputs,
-    output, queries and keys; with ``"eager"``, its attention too).  Rows of ``lw.attention`` sum to 1 except
+    activations and one layer's attention (and, while the reader still holds the previous layer, its inputs and
+    output; with ``"eager"``, its attention too).  Rows of ``lw.attention`` sum to 1 except
     where the model's attention itself does not (learned sink logits, as in gpt-oss): the walk keeps the row
     mass the model has (its stochasticity defect says how far).
 
@@ -432,8 +462,10 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                 _check_finite(model, l, "attention", weights)
             else:
                 weights = _Builder(model, l, modules[l], call, args, kwargs)
-            output = adapter.module_output(model, l, out)
-            del out                                     # no reference to the module's own output is kept
+            # formed when first asked for (BERT's needs its output projection, which the forward applies after
+            # the pause): until then the module's result is kept, no larger
+            output = partial(_module_output, adapter, model, l, out)
+            del out
             maps = adapter.value_output(model, l)
             current = LayerWalks(layer=l, attention=weights, transports=_factor(*maps, H, G),
                                  inputs=hidden, output=output, tokens=tokens,
@@ -444,6 +476,16 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None
+
+
+def _read_factors(heads: HeadTransports, dtype: torch.dtype) -> torch.Tensor:
+    return heads.V.to(dtype)
+
+
+def _module_output(adapter, model, layer: int, out) -> torch.Tensor:
+    """The adapter's module output from what the module returned, without gradients (asked from any thread)."""
+    with torch.no_grad():
+        return adapter.module_output(model, layer, out)
 
 
 def _value_bias(W_v, b_v, W_o, b_o, H: int, G: int):
@@ -457,9 +499,10 @@ def _value_bias(W_v, b_v, W_o, b_o, H: int, G: int):
 
 
 class _Builder:
-    """Builds layer ``layer``'s attention (checked finite) from its attention call; once the stream has moved on
-    (:meth:`forget`), from the module run again on the inputs it had, for its queries and keys only: so a layer
-    the reader still holds keeps its inputs and output while the forward runs on, not its queries and keys."""
+    """Builds layer ``layer``'s attention (checked finite) from its attention call, all of it or one passage's;
+    once the stream has moved on (:meth:`forget`), from the module run again on the inputs it had, for its queries
+    and keys only: so a layer the reader still holds keeps its inputs and output while the forward runs on, not
+    its queries and keys."""
 
     def __init__(self, model, layer: int, module, call, args, kwargs):
         self.model, self.layer, self.module = model, layer, module
@@ -467,7 +510,15 @@ class _Builder:
 
     def __call__(self) -> torch.Tensor:
         call = self.call or again(self.model, self.module, self.args, self.kwargs)
-        A = call.attention if call.attention is not None else call.probabilities()
+        A = call.probabilities()
+        _check_finite(self.model, self.layer, "attention", A)
+        return A
+
+    def passage(self, i: int) -> torch.Tensor | None:
+        """Passage ``i``'s attention ``(H, n, n)`` alone, while the call is kept (else None)."""
+        if self.call is None:
+            return None
+        A = self.call.probabilities(passage=i)
         _check_finite(self.model, self.layer, "attention", A)
         return A
 

@@ -5,13 +5,13 @@ transformers 5 lets a model run an attention function registered under a name
 *after* its own rotary embedding, QK-norm and scaling choices, in its grouped-query layout, with its values,
 the mask the model built (``AttentionMaskInterface``, here SDPA's boolean format) and its options
 (``sliding_window``, ``softcap``, learned sink logits ``s_aux``, ...).  :func:`routed` runs a model with
-:data:`NAME`'s function while :func:`connlap_lite.attention_walks` streams it.  For the layers being read,
-the call's queries, keys, mask and options are kept (a :class:`Call`); :meth:`Call.probabilities` turns them
-into the layer's ``(B, H, n, n)`` attention, in float32 (float64 for a float64 model), a passage at a time,
-into one tensor, and the module's output is computed from that attention (eager attention's maths: one
-softmax per layer, not SDPA's and then ours).  Every other layer's output comes from the model's own
-implementation: PyTorch's fused SDPA, or the model's own eager function where SDPA cannot (soft-capping,
-sink logits).  So no rotary, norm or mask code of ours stands between the model and its walk.
+:data:`NAME`'s function while :func:`connlap_lite.attention_walks` streams it.  Every layer's output comes from the
+model's own implementation: PyTorch's fused SDPA, or the model's own eager function where SDPA cannot
+(soft-capping, sink logits).  For the layers being read, the call's queries, keys, mask and options are kept
+(a :class:`Call`), and :meth:`Call.probabilities` turns them into the layer's ``(B, H, n, n)`` attention, in
+float32 (float64 for a float64 model), a passage at a time, once the call has returned: not inside the forward,
+beside its temporaries, but when the reader asks for it (and only the passage asked for, when only one is).  So
+no rotary, norm or mask code of ours stands between the model and its walk.
 
 Rows need not sum to 1: learned sink logits take part of each row's mass, which the walk keeps as it is
 (never renormalised; the stochasticity defect reports it).
@@ -40,8 +40,7 @@ class Call:
     model built it (boolean, True where a query may attend a key, additive float, or None); ``causal``
     whether a missing mask means a causal one (SDPA's rule); ``scaling``, ``softcap``, ``sinks`` (the
     heads' learned sink logits, ``(H,)``) and ``bias`` (an additive position bias) as passed; ``window``
-    the sliding window it was given, if any; ``attention`` the layer's attention once built (the module's output
-    was computed from it: one softmax per layer read, not two).
+    the sliding window it was given, if any.
     """
     query: torch.Tensor
     key: torch.Tensor
@@ -52,26 +51,28 @@ class Call:
     sinks: torch.Tensor | None = None
     bias: torch.Tensor | None = None
     window: int | None = None
-    attention: torch.Tensor | None = None
 
-    def probabilities(self, dtype: torch.dtype | None = None) -> torch.Tensor:
+    def probabilities(self, dtype: torch.dtype | None = None, passage: int | None = None) -> torch.Tensor:
         """The layer's attention ``softmax(q k^T scaling + mask)`` ``(B, H, n, n)``, soft-capped and with sink
         logits where the call had them, built a passage at a time into one tensor (one passage's scores in the
-        model's precision alive beside it).  Masked pairs are exactly 0; a query that may attend no key gets
-        a row of zeros.
+        model's precision alive beside it); or passage ``passage``'s alone, ``(H, n, n)``.  Masked pairs are
+        exactly 0; a query that may attend no key gets a row of zeros.
 
         >>> q = torch.tensor([[[[1.0], [0.0]]]]); k = torch.tensor([[[[0.0], [1.0]]]])
         >>> Call(q, k, None, causal=True, scaling=1.0).probabilities().tolist()
         [[[[1.0, 0.0], [0.5, 0.5]]]]
+        >>> Call(q, k, None, causal=True, scaling=1.0).probabilities(passage=0).shape
+        torch.Size([1, 2, 2])
         """
         B, H, n, _ = self.query.shape
         m = self.key.shape[2]
-        A = torch.empty(B, H, n, m, dtype=dtype or compute_dtype(self.query), device=self.query.device)
+        chosen = range(B) if passage is None else [passage]
+        A = torch.empty(len(chosen), H, n, m, dtype=dtype or compute_dtype(self.query), device=self.query.device)
         tril = None
         if self.mask is None and self.causal and n > 1:
             tril = torch.ones(n, m, dtype=torch.bool, device=A.device).tril(m - n)
-        for b in range(B):
-            rows = A[b:b + 1]
+        for row, b in enumerate(chosen):
+            rows = A[row:row + 1]
             scores(self.query[b:b + 1], self.key[b:b + 1], self.scaling, out=rows)
             if self.softcap is not None:
                 rows.div_(self.softcap).tanh_().mul_(self.softcap)
@@ -82,10 +83,11 @@ class Call:
                 mask = _row(self.mask, b, B)[..., :m]
                 if mask.dtype == torch.bool:
                     allowed = mask
-                else:
+                else:                                   # additive: its -inf pairs are the ones not allowed
                     rows.add_(mask)
+                    allowed = mask != float("-inf")
             softmax_(rows, allowed, self.sinks)
-        return A
+        return A if passage is None else A[0]
 
 
 def _row(t: torch.Tensor, b: int, B: int) -> torch.Tensor:
@@ -131,25 +133,31 @@ def softmax_(x: torch.Tensor, allowed: torch.Tensor | None = None, sinks: torch.
     """Softmax over the last axis of ``(B, H, n, m)`` scores, in place: pairs not ``allowed`` exactly 0, a row with
     no allowed key all 0.  ``sinks`` ``(H,)`` are each head's learned sink logits: they take part in every row's
     normalisation but get no column, so those rows sum to less than 1 (what the model's own attention does).
+    Without sinks it is PyTorch's own softmax (the one eager attention calls), written over the scores.
 
     >>> s = torch.zeros(1, 1, 2, 2)
     >>> softmax_(s.clone(), torch.tensor([[True, False], [True, True]])).tolist()
     [[[[1.0, 0.0], [0.5, 0.5]]]]
+    >>> softmax_(s.clone(), torch.tensor([[False, False], [True, True]])).tolist()   # a query with no key
+    [[[[0.0, 0.0], [0.5, 0.5]]]]
     >>> softmax_(s.clone(), sinks=torch.zeros(1)).tolist()            # one sink logit as large as the scores
     [[[[0.3333333432674408, 0.3333333432674408], [0.3333333432674408, 0.3333333432674408]]]]
     """
     if allowed is not None:
         x.masked_fill_(~allowed, float("-inf"))
+    if sinks is None:
+        torch.softmax(x, -1, out=x)
+        if allowed is not None:                         # rows with no allowed key: softmax's NaN, made 0
+            empty = ~allowed.any(-1, keepdim=True)
+            if bool(empty.any()):
+                x.masked_fill_(empty, 0.0)
+        return x
     top = x.amax(-1, keepdim=True)
-    sink = None
-    if sinks is not None:
-        sink = sinks.to(x.dtype).reshape(1, -1, 1, 1)
-        top = torch.maximum(top, sink)
+    sink = sinks.to(x.dtype).reshape(1, -1, 1, 1)
+    top = torch.maximum(top, sink)
     top.masked_fill_(top == float("-inf"), 0.0)
     x.sub_(top).exp_()
-    total = x.sum(-1, keepdim=True)
-    if sink is not None:
-        total.add_((sink - top).exp_())
+    total = x.sum(-1, keepdim=True).add_((sink - top).exp_())
     return x.div_(total.clamp_min_(torch.finfo(x.dtype).tiny))
 
 
@@ -176,7 +184,7 @@ _LOCK = threading.Lock()
 def attention_function(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """The attention function registered as :data:`NAME`: the module's output by the model's own implementation
     (SDPA; its eager function where SDPA cannot: soft-capping, sink logits, or a stream reading eager weights),
-    and, inside a stream, the call kept for the layers being read."""
+    and, inside a stream, the call kept for the layers being read (their attention is built from it later)."""
     route = next((r for r in tuple(_ROUTES) if r.thread is threading.current_thread() and id(module) in r.layer), None)
     softcap, sinks = kwargs.get("softcap"), kwargs.get("s_aux")
     if scaling is None:
@@ -192,9 +200,6 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
         route.calls[layer] = call
     if route is not None and route.dry:
         out, weights = query.new_zeros(query.shape[0], query.shape[2], query.shape[1], value.shape[-1]), None
-    elif call is not None and not route.eager:          # the layer being read: its output from the attention itself
-        call.attention = call.probabilities()
-        out, weights = _apply(call.attention, value), None
     elif (route is not None and route.eager) or softcap is not None or sinks is not None:
         out, weights = _eager(module)(module, query, key, value, _additive(attention_mask, causal, query, key),
                                       dropout=dropout, scaling=scaling, **kwargs)
@@ -204,15 +209,6 @@ def attention_function(module, query, key, value, attention_mask, dropout=0.0, s
         out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                               scaling=scaling, **kwargs)
     return out, weights
-
-
-def _apply(A: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """The heads' outputs ``A^h v_{g(h)}`` as an attention function returns them, ``(B, n, H, d_h)`` in the values'
-    dtype (the attention cast to it first, as eager attention does), each key/value group serving its heads."""
-    B, H, n, m = A.shape
-    G, dh = value.shape[1], value.shape[-1]
-    out = torch.matmul(A.to(value.dtype).view(B, G, (H // G) * n, m), value)
-    return out.view(B, H, n, dh).transpose(1, 2).contiguous()
 
 
 def _eager(module):

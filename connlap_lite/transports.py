@@ -56,7 +56,7 @@ class HeadTransports:
     """
 
     def __init__(self, U, V, *, groups=None, offset=None):
-        self.U, self.V = harmonise(to_tensor(U, "U", ndim=3), to_tensor(V, "V", ndim=3))
+        self.U, self._V = harmonise(to_tensor(U, "U", ndim=3), to_tensor(V, "V", ndim=3))
         H, d, r = self.U.shape
         check_shape(self.V, "V", (H, r, d))
         self.groups = None
@@ -70,6 +70,23 @@ class HeadTransports:
         if self.offset is not None:
             check_shape(self.offset, "offset", (d,))
         self._cache: dict = {}        # derived factors (cores, singular values, Grams) per dtype; U, V never change
+
+    @classmethod
+    def _trusted(cls, U: torch.Tensor, V, *, groups=None, offset=None) -> "HeadTransports":
+        """Factors of checked shapes and finite values (another :class:`HeadTransports`'s, or a model's weights
+        checked as such), not checked again: ``U`` ``(H, d, r)`` and ``V`` ``(H, r, d)`` of one floating dtype, or
+        a function of no argument that forms ``V`` when it is first read (a per-head copy of rows that key/value
+        groups share); ``groups`` a long tensor or None, ``offset`` ``(d,)`` of their dtype or None."""
+        t = cls.__new__(cls)
+        t.U, t._V, t.groups, t.offset, t._cache = U, V, groups, offset, {}
+        return t
+
+    @property
+    def V(self) -> torch.Tensor:
+        """The read factors ``(H, r, d)``."""
+        if not isinstance(self._V, torch.Tensor):
+            self._V = self._V()
+        return self._V
 
     @property
     def n_heads(self) -> int:

@@ -69,7 +69,8 @@ def test_t2_reconstructs_every_layer(name, path):
 @pytest.mark.parametrize("name", ["gpt2", "llama-gqa"])
 def test_walk_reads_its_gates_from_the_attention_and_owns_them_once_the_stream_moves_on(name):
     """``lw.walk(i)`` stores no second (H, n, n) array: its gates come from the attention as they are needed,
-    the same numbers as ``walk_from_heads`` (bit for bit); a walk kept past its layer forms its own."""
+    the same numbers as ``walk_from_heads`` (bit for bit); asked before the layer's attention, it builds its
+    passage's alone, which is its own; a walk kept past its layer holds no more than its own passage's."""
     from connlap_lite import HeadTransports, walk_from_heads
 
     model = tiny(name, "sdpa")
@@ -77,6 +78,7 @@ def test_walk_reads_its_gates_from_the_attention_and_owns_them_once_the_stream_m
     kept = []
     for lw in attention_walks(model, batch, progress=False):
         walk = lw.walk(0)
+        assert lw._attention is None                                 # the layer's attention is not built for it
         assert walk.transport._weights is None                       # nothing formed yet
         F = torch.randn(walk.n, walk.d, generator=torch.Generator().manual_seed(lw.layer))
         heads = HeadTransports(lw.transports.U, lw.transports.V)
@@ -85,9 +87,16 @@ def test_walk_reads_its_gates_from_the_attention_and_owns_them_once_the_stream_m
         assert torch.equal(walk.transport.apply(walk.P, F), ref.transport.apply(ref.P, F))
         assert walk.transport._weights is None                       # applying it formed nothing either
         kept.append((walk, ref, F))
+        later = lw.walk(1)                                          # read from the layer's attention, built now
+        m = later.n                                                 # (passage 1 is right-padded)
+        kept.append((later, walk_from_heads(lw.attention[1][:, :m, :m].clone(), heads, offset=lw.transports.offset),
+                     F[:m]))
+        assert torch.equal(later.P, kept[-1][1].P)
         lw.walk(1)                                                  # a walk dropped at once is left alone
     for walk, ref, F in kept:                                        # each layer's attention is gone by now
-        assert walk.transport._base is None and torch.equal(walk.transport.weights, ref.transport.weights)
+        base = walk.transport._base                                  # the gates formed, or the passage's own
+        assert base is None or base.untyped_storage().nbytes() <= base[0].numel() * base.shape[0] * base.element_size()
+        assert torch.equal(walk.transport.weights, ref.transport.weights)
         assert torch.equal(walk(F), ref(F))
 
 
