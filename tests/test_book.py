@@ -670,3 +670,59 @@ def test_no_cell_hands_the_page_a_sentence_built_in_the_cell(path):
 
 def test_the_not_yet_readable_list_names_existing_notebooks():
     assert set(NOT_YET_READABLE) <= {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+
+
+# --- one numbering system: the paper's labels (T1, P3, D5, D3a, ...) appear once, in the walks chapter's table
+# of both names; everywhere else a reader sees the book's numbers ({prf:ref}) or plain words (issue 25 item 6)
+PAPER_LABEL = re.compile(r"\b[TPD][1-9][ab]?\b")
+# that one table, with the sentence that introduces it
+PAPER_TABLE = re.compile(r"^The seed paper names [^\n]*(?:\n[^\n|]+)*\n\n(?:\|[^\n]*(?:\n|$))+", re.M)
+MARKDOWN_PAGES = sorted((ROOT / "book").glob("*.md"))
+
+
+def shown_strings(code: str) -> list[str]:
+    """What a code cell can show a reader as text: its string literals (an f-string's literal parts too) and its
+    comments, less any string that is a paper label and nothing else (a data key such as ``errors["T1"]``, which
+    the page never prints as itself). IPython's ``%`` and ``!`` lines are read as ``pass``."""
+    import ast
+    import io
+    import tokenize
+
+    src = re.sub(r"^(\s*)[%!].*$", r"\1pass", code, flags=re.M)
+    strings = [n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT]
+    return [s for s in strings if not PAPER_LABEL.fullmatch(s)] + comments
+
+
+def paper_labels(text: str) -> list[str]:
+    """The lines of ``text`` that use a paper label."""
+    return [line.strip() for line in text.splitlines() if PAPER_LABEL.search(line)]
+
+
+def test_paper_labels_sees_labels_and_not_symbols_or_keys():
+    assert paper_labels("as T2 shows\n$T_{ij}$ and $P_0$\n(D3a) and P1's\nE1, E2, Q4, T10, DT1") == \
+        ["as T2 shows", "(D3a) and P1's"]
+    code = '%pip install x\nP0 = walk.P  # T1: each head\nerr = errors["T1"]\nprint(f"max T2 error {err}")\n'
+    assert [s for s in shown_strings(code) if paper_labels(s)] == ["max T2 error ", "# T1: each head"]
+    table = "The seed paper names D1 and T1;\nhere both:\n\n| Paper | book |\n|---|---|\n| T1 | x |\n\nAfter T2."
+    assert paper_labels(PAPER_TABLE.sub("", table)) == ["After T2."]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=lambda p: p.stem)
+def test_the_papers_labels_appear_only_in_the_table_of_both_names(path):
+    """No Markdown cell, Markdown page, printed string, legend or comment uses a bare paper label (T1, P3, D5):
+    the book refers by {prf:ref} ("Theorem 3.1") or in words; the walks chapter lists the paper's names once."""
+    if path.suffix == ".md":
+        texts = [("the page", path.read_text())]
+    else:
+        nb = load(path)
+        texts = [(f"cell {k}", text) for k, c in enumerate(nb["cells"])
+                 for text in (["".join(c["source"])] if c["cell_type"] == "markdown" else
+                              shown_strings("".join(c["source"])))]
+    if path.name == "walks.ipynb":
+        tables = [k for k, (_, text) in enumerate(texts) if PAPER_TABLE.search(text)]
+        assert len(tables) == 1, f"{path.name}: the table of the paper's names and the book's is missing"
+        where, text = texts[tables[0]]
+        texts[tables[0]] = (where, PAPER_TABLE.sub("", text, count=1))
+    found = [f"{where}: {line}" for where, text in texts for line in paper_labels(text)]
+    assert not found, f"{path.relative_to(ROOT)} uses the paper's labels; use {{prf:ref}} or words: " + "; ".join(found)
