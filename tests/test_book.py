@@ -584,10 +584,7 @@ FOLDED = {"hide-input", "remove-input", "remove-cell"}   # the reader does not s
 # Notebooks whose visible code cells do not fit yet, each being rewritten. The test reports each one as an
 # expected failure (strict: it fails as soon as the notebook conforms, so that its entry is removed); the lead
 # empties this list once the rewrites are merged. Never add a notebook to it to make the test pass.
-NOT_YET_READABLE = {
-    "book/interactive/explorers.ipynb": "the explorers' code is being rewritten (issue 25 item 3)",
-    "book/appendix/performance.ipynb": "the performance appendix's code is being rewritten (issue 25 item 3)",
-}
+NOT_YET_READABLE: dict[str, str] = {}
 # The set-up cell (every notebook's first code cell) is tools/colab_cells.py's: issue 25 item 3 collapses it behind
 # a one-line note, which is being done there. Until then its test is an expected failure in every notebook
 # (strict again); set this to None once tools/colab_cells.py folds the cell or makes it fit.
