@@ -662,3 +662,19 @@ def test_performance_tables_list_every_row():
                                               "    why: the rebuilt queries",
                                               "- extraction: nothing run: not run. not run: no time"]
     assert FP.worst_depth(R["extraction"])["n_layer"] == 2 and FP.dense_ratio(R["walk_apply"]) == (64, 12.0)
+
+
+def test_the_grid_and_the_e3_figures_name_claims_and_metrics_in_words(e1_book):
+    """Where a reader looks first, no identifier: the verdict grid's rows, E3's panel titles and its captions'
+    first sentences say the claims and metrics in words (scorecard.GRID_WORDS, METRIC_TITLES)."""
+    from connlap_lite.findings import e3 as F3
+
+    reports, rows, *_ = e1_book
+    labels = S.grid_rows()
+    assert {claim for claim, _ in FS.verdict_cells(rows)} <= set(labels)
+    assert all("_" not in label and "`" not in label for label in labels.values())
+    assert set(F3.CLAIM_METRICS) <= set(S.METRIC_TITLES)
+    assert all("_" not in t for t in S.METRIC_TITLES.values())
+    gap = F3.gaps(reports)
+    for take in (F3.main_take(reports, gap), F3.gaps_take(gap)):
+        assert "`" not in take and not re.search(r"\b[a-z]+_[a-z_]+\b", take), take
