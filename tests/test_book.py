@@ -21,7 +21,9 @@ def toc_files():
 
 
 def cells(nb, kind):
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
+    """The sources of ``nb``'s cells of ``kind`` that the page shows (not those tagged ``remove-cell``)."""
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == kind and "remove-cell" not in c.get("metadata", {}).get("tags", [])]
 
 
 def load(path):
@@ -723,3 +725,44 @@ def test_the_papers_labels_appear_only_in_the_table_of_both_names(path):
         texts[tables[0]] = (where, PAPER_TABLE.sub("", text, count=1))
     found = [f"{where}: {line}" for where, text in texts for line in paper_labels(text)]
     assert not found, f"{path.relative_to(ROOT)} uses the paper's labels; use {{prf:ref}} or words: " + "; ".join(found)
+
+
+# --- the book's LaTeX macros on Colab and in Jupyter: defined once, in _config.yml (which the HTML book applies),
+# and, for the notebook renderers, by a first Markdown cell that tools/colab_cells.py writes from it (issue 25)
+def test_notebooks_that_use_the_macros_define_them_first_for_jupyter_and_colab():
+    import colab_cells
+
+    macros = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    fix = "run `.venv/bin/python tools/colab_cells.py`"
+    defined = dict(re.findall(r"\\newcommand\{\\(\w+)\}((?:\[\d\])?\{.*?\})(?=\\newcommand|\$$)",
+                              colab_cells.macro_cell()))
+    assert set(defined) == set(macros), "the macro cell defines the macros of _config.yml, all of them"
+    for name, body in macros.items():
+        body, args = (body[0], body[1]) if isinstance(body, list) else (body, 0)
+        assert defined[name] == (f"[{args}]" if args else "") + "{" + body + "}", name
+    using = 0
+    for path in NOTEBOOKS:
+        nb = load(path)
+        shown = "\n".join(cells(nb, "markdown"))
+        uses = bool(colab_cells.MACRO_USE.search(shown))
+        first = nb["cells"][0]
+        has = colab_cells.is_macro_cell(first)
+        assert not any(colab_cells.is_macro_cell(c) for c in nb["cells"][1:]), f"{path.name}: a macro cell not first"
+        assert has == uses, f"{path.name}: {'no' if uses else 'a'} macro cell, though it uses {'them' if uses else 'none'}; {fix}"
+        if has:
+            using += 1
+            assert "".join(first["source"]) == colab_cells.macro_cell(), f"{path.name}: the macros changed; {fix}"
+            assert first["metadata"]["tags"] == ["remove-cell"], f"{path.name}: myst-nb must leave it out of the page"
+    assert using >= 5, "the theory chapters use the macros"
+
+
+def test_myst_nb_leaves_a_remove_cell_markdown_cell_out_of_the_page():
+    """myst-nb (Jupyter Book 1) drops a cell tagged remove-cell whatever its type, Markdown included, so the macro
+    cell never reaches the HTML book or its PDF."""
+    import inspect
+
+    from myst_nb.core import nb_to_tokens
+
+    src = inspect.getsource(nb_to_tokens.notebook_to_tokens)
+    skip = src.index('"remove-cell" in tags')
+    assert src.index("continue", skip) < src.index('nb_cell["cell_type"] == "markdown"')
