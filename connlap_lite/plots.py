@@ -291,7 +291,8 @@ def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2, titles: dict[s
             ax.set_xlabel("log10 non-embedding parameters")
         for ax in axes[::cols]:
             ax.set_ylabel("gap: trained - strongest null")
-        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f)
+        # each family by its name, without the model type's suffix ("gemma3_text": gemma3)
+        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f.split("_")[0])
                    for k, f in enumerate(families)]
         fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False)
         fig.tight_layout(rect=(0, 0.08 if len(points) <= 2 else 0.04, 1, 1))
