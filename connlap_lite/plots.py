@@ -271,10 +271,12 @@ def ratios_to_null(panels: dict[str, dict[str, tuple[float, float, float]]], *, 
     return fig
 
 
-def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2):
+def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2, titles: dict[str, str] | None = None):
     """One panel per metric (``points``: ``{metric: [model entries of report.e3 rows]}``): each model's late gap,
-    trained minus its random-init seeds' mean, with its 95% interval, against log10 of its non-embedding
-    parameters; one marker per family, the line at zero where training changes nothing. Returns the figure."""
+    trained minus the metric's strongest registered null, with its 95% interval, against log10 of its
+    non-embedding parameters; one marker per family, the line at zero where training changes nothing beyond
+    every null. ``titles``: each panel's title in words (by default the metric's name). Returns the figure."""
+    titles = titles or {}
     markers = "osD^vP*X"
     families = sorted({p["family"] for ps in points.values() for p in ps})
     with legible():
@@ -285,11 +287,12 @@ def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2):
                 ax.errorbar(p["x"], p["gap"], yerr=[[p["gap"] - p["interval"][0]], [p["interval"][1] - p["gap"]]],
                             fmt=markers[k % len(markers)], color=f"C{k}", ms=6, capsize=3)
             ax.axhline(0, color="0.3", lw=1, ls="--")
-            ax.set_title(metric)
+            ax.set_title(titles.get(metric, metric))
             ax.set_xlabel("log10 non-embedding parameters")
         for ax in axes[::cols]:
-            ax.set_ylabel("gap: trained - random init")
-        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f)
+            ax.set_ylabel("gap: trained - strongest null")
+        # each family by its name, without the model type's suffix ("gemma3_text": gemma3)
+        handles = [plt.Line2D([], [], color=f"C{k}", marker=markers[k % len(markers)], ls="", label=f.split("_")[0])
                    for k, f in enumerate(families)]
         fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False)
         fig.tight_layout(rect=(0, 0.08 if len(points) <= 2 else 0.04, 1, 1))

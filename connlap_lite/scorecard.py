@@ -228,6 +228,32 @@ METRIC_WORDS = {
 }
 
 
+# The same in a few words, where a line is short: a figure's panel title, a row of the verdict grid.
+METRIC_TITLES = {"tv_norm_nosink": "distance between consecutive layers",
+                 "spec_nosink": "spectral change between layers",
+                 "cross_nosink": "spectral change between passages",
+                 "head_defect": "heads' distance from an isometry",
+                 "head_defect_gain": "heads' distance, norm gains folded in",
+                 "data_defect": "spread of the heads' gains on the data",
+                 "edge_defect": "heaviest edges' distance from an isometry"}
+GRID_WORDS = {"E1": "E1: settles with depth", "E2": "E2: near scaled isometries", "E3": "E3: stronger with size"}
+
+
+def grid_rows() -> dict[str, str]:
+    """The verdict grid's rows in plain words, ``{row: label}``: E1, E2, and E3 once per metric it is judged by
+    (:data:`E3_METRICS`), under the row names :func:`connlap_lite.findings.scorecard.verdict_cells` gives.
+
+    >>> print(grid_rows()["E3 (head_defect)"])
+    E3: stronger with size,
+    by the heads' distance from an isometry
+    """
+    if set(E3_METRICS) - set(METRIC_TITLES):
+        raise ValueError(f"no short title for the E3 metrics {sorted(set(E3_METRICS) - set(METRIC_TITLES))}: add "
+                         "them to connlap_lite.scorecard's METRIC_TITLES")
+    return {"E1": GRID_WORDS["E1"], "E2": GRID_WORDS["E2"],
+            **{f"E3 ({m})": f"{GRID_WORDS['E3']},\nby the {METRIC_TITLES[m]}" for m in E3_METRICS}}
+
+
 def _plain(words: dict, key: str, what: str) -> str:
     if key not in words:
         raise ValueError(f"no plain words for the {what} {key!r}: add them to connlap_lite.scorecard's "

@@ -202,7 +202,7 @@ def conditions_lab(stochastic: bool = True, reversible: bool = True, isometric: 
 
     def draw(stochastic, reversible, isometric, seed):
         report = conditions_report(conditions_walk(stochastic, reversible, isometric, seed=seed))
-        verdict = "all three consequences hold" if report.holds else "the theorem's conclusion fails"
+        verdict = "all three consequences hold" if report.holds else "a consequence fails"
         d = report.defects
         readout.value = (f"<b>{verdict}</b>: spectrum real {report.real}, in [0, 2] {report.in_range}, "
                          f"least energy {report.min_energy:.3f}.  Defects: "

@@ -21,7 +21,9 @@ def toc_files():
 
 
 def cells(nb, kind):
-    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == kind]
+    """The sources of ``nb``'s cells of ``kind`` that the page shows (not those tagged ``remove-cell``)."""
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == kind and "remove-cell" not in c.get("metadata", {}).get("tags", [])]
 
 
 def load(path):
@@ -584,10 +586,7 @@ FOLDED = {"hide-input", "remove-input", "remove-cell"}   # the reader does not s
 # Notebooks whose visible code cells do not fit yet, each being rewritten. The test reports each one as an
 # expected failure (strict: it fails as soon as the notebook conforms, so that its entry is removed); the lead
 # empties this list once the rewrites are merged. Never add a notebook to it to make the test pass.
-NOT_YET_READABLE = {
-    "book/interactive/explorers.ipynb": "the explorers' code is being rewritten (issue 25 item 3)",
-    "book/appendix/performance.ipynb": "the performance appendix's code is being rewritten (issue 25 item 3)",
-}
+NOT_YET_READABLE: dict[str, str] = {}
 # The set-up cell (every notebook's first code cell) is tools/colab_cells.py's: issue 25 item 3 collapses it behind
 # a one-line note, which is being done there. Until then its test is an expected failure in every notebook
 # (strict again); set this to None once tools/colab_cells.py folds the cell or makes it fit.
@@ -670,3 +669,100 @@ def test_no_cell_hands_the_page_a_sentence_built_in_the_cell(path):
 
 def test_the_not_yet_readable_list_names_existing_notebooks():
     assert set(NOT_YET_READABLE) <= {p.relative_to(ROOT).as_posix() for p in NOTEBOOKS}
+
+
+# --- one numbering system: the paper's labels (T1, P3, D5, D3a, ...) appear once, in the walks chapter's table
+# of both names; everywhere else a reader sees the book's numbers ({prf:ref}) or plain words (issue 25 item 6)
+PAPER_LABEL = re.compile(r"\b[TPD][1-9][ab]?\b")
+# that one table, with the sentence that introduces it
+PAPER_TABLE = re.compile(r"^The seed paper names [^\n]*(?:\n[^\n|]+)*\n\n(?:\|[^\n]*(?:\n|$))+", re.M)
+MARKDOWN_PAGES = sorted((ROOT / "book").glob("*.md"))
+
+
+def shown_strings(code: str) -> list[str]:
+    """What a code cell can show a reader as text: its string literals (an f-string's literal parts too) and its
+    comments, less any string that is a paper label and nothing else (a data key such as ``errors["T1"]``, which
+    the page never prints as itself). IPython's ``%`` and ``!`` lines are read as ``pass``."""
+    import ast
+    import io
+    import tokenize
+
+    src = re.sub(r"^(\s*)[%!].*$", r"\1pass", code, flags=re.M)
+    strings = [n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(src).readline) if t.type == tokenize.COMMENT]
+    return [s for s in strings if not PAPER_LABEL.fullmatch(s)] + comments
+
+
+def paper_labels(text: str) -> list[str]:
+    """The lines of ``text`` that use a paper label."""
+    return [line.strip() for line in text.splitlines() if PAPER_LABEL.search(line)]
+
+
+def test_paper_labels_sees_labels_and_not_symbols_or_keys():
+    assert paper_labels("as T2 shows\n$T_{ij}$ and $P_0$\n(D3a) and P1's\nE1, E2, Q4, T10, DT1") == \
+        ["as T2 shows", "(D3a) and P1's"]
+    code = '%pip install x\nP0 = walk.P  # T1: each head\nerr = errors["T1"]\nprint(f"max T2 error {err}")\n'
+    assert [s for s in shown_strings(code) if paper_labels(s)] == ["max T2 error ", "# T1: each head"]
+    table = "The seed paper names D1 and T1;\nhere both:\n\n| Paper | book |\n|---|---|\n| T1 | x |\n\nAfter T2."
+    assert paper_labels(PAPER_TABLE.sub("", table)) == ["After T2."]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=lambda p: p.stem)
+def test_the_papers_labels_appear_only_in_the_table_of_both_names(path):
+    """No Markdown cell, Markdown page, printed string, legend or comment uses a bare paper label (T1, P3, D5):
+    the book refers by {prf:ref} ("Theorem 3.1") or in words; the walks chapter lists the paper's names once."""
+    if path.suffix == ".md":
+        texts = [("the page", path.read_text())]
+    else:
+        nb = load(path)
+        texts = [(f"cell {k}", text) for k, c in enumerate(nb["cells"])
+                 for text in (["".join(c["source"])] if c["cell_type"] == "markdown" else
+                              shown_strings("".join(c["source"])))]
+    if path.name == "walks.ipynb":
+        tables = [k for k, (_, text) in enumerate(texts) if PAPER_TABLE.search(text)]
+        assert len(tables) == 1, f"{path.name}: the table of the paper's names and the book's is missing"
+        where, text = texts[tables[0]]
+        texts[tables[0]] = (where, PAPER_TABLE.sub("", text, count=1))
+    found = [f"{where}: {line}" for where, text in texts for line in paper_labels(text)]
+    assert not found, f"{path.relative_to(ROOT)} uses the paper's labels; use {{prf:ref}} or words: " + "; ".join(found)
+
+
+# --- the book's LaTeX macros on Colab and in Jupyter: defined once, in _config.yml (which the HTML book applies),
+# and, for the notebook renderers, by a first Markdown cell that tools/colab_cells.py writes from it (issue 25)
+def test_notebooks_that_use_the_macros_define_them_first_for_jupyter_and_colab():
+    import colab_cells
+
+    macros = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+    fix = "run `.venv/bin/python tools/colab_cells.py`"
+    defined = dict(re.findall(r"\\newcommand\{\\(\w+)\}((?:\[\d\])?\{.*?\})(?=\\newcommand|\$$)",
+                              colab_cells.macro_cell()))
+    assert set(defined) == set(macros), "the macro cell defines the macros of _config.yml, all of them"
+    for name, body in macros.items():
+        body, args = (body[0], body[1]) if isinstance(body, list) else (body, 0)
+        assert defined[name] == (f"[{args}]" if args else "") + "{" + body + "}", name
+    using = 0
+    for path in NOTEBOOKS:
+        nb = load(path)
+        shown = "\n".join(cells(nb, "markdown"))
+        uses = bool(colab_cells.MACRO_USE.search(shown))
+        first = nb["cells"][0]
+        has = colab_cells.is_macro_cell(first)
+        assert not any(colab_cells.is_macro_cell(c) for c in nb["cells"][1:]), f"{path.name}: a macro cell not first"
+        assert has == uses, f"{path.name}: {'no' if uses else 'a'} macro cell, though it uses {'them' if uses else 'none'}; {fix}"
+        if has:
+            using += 1
+            assert "".join(first["source"]) == colab_cells.macro_cell(), f"{path.name}: the macros changed; {fix}"
+            assert first["metadata"]["tags"] == ["remove-cell"], f"{path.name}: myst-nb must leave it out of the page"
+    assert using >= 5, "the theory chapters use the macros"
+
+
+def test_myst_nb_leaves_a_remove_cell_markdown_cell_out_of_the_page():
+    """myst-nb (Jupyter Book 1) drops a cell tagged remove-cell whatever its type, Markdown included, so the macro
+    cell never reaches the HTML book or its PDF."""
+    import inspect
+
+    from myst_nb.core import nb_to_tokens
+
+    src = inspect.getsource(nb_to_tokens.notebook_to_tokens)
+    skip = src.index('"remove-cell" in tags')
+    assert src.index("continue", skip) < src.index('nb_cell["cell_type"] == "markdown"')

@@ -481,7 +481,8 @@ def test_student_edition_opens_and_installs_its_own_branch(student):
     owner_repo = SE.colab_cells.REPO_URL.removeprefix("https://github.com/")
     for path in written:
         nb = load(path)
-        first = src(next(c for c in nb["cells"] if c["cell_type"] == "markdown"))
+        first = src(next(c for c in nb["cells"] if c["cell_type"] == "markdown"
+                         and "remove-cell" not in c["metadata"].get("tags", [])))   # the title cell
         urls = re.findall(r"\[!\[Open in Colab\]\([^)]+\)\]\(([^)]+)\)", first)
         rel = path.relative_to(tree).as_posix()
         assert urls == [f"https://colab.research.google.com/github/{owner_repo}/blob/{SE.STUDENT_BRANCH}/{rel}"], path

@@ -124,8 +124,8 @@ def test_e1_sentences_follow_the_data(e1_book):
     reg = F1.registered(rows)
     # the model without an effect is not counted among those below every null, the other decoder is
     assert reg["dec-a"]["below_nulls"] and not reg["dec-b"]["below_nulls"]
-    assert re.search(r"closer to the next layer's than any null makes it in 2 of 3 models \(enc, dec-a\)",
-                     says["e1_summary"])
+    assert "closer to the next layer's than any null makes it in 2 of 3 models," in says["e1_summary"]
+    assert "every null: 2 of 3 models (enc, dec-a)" in says["e1_main_take"]
     # the sinks grow in every trained model and never in a seed: "training makes the sinks" in every model
     assert "In every model no random-init seed reaches 1/3 of it on the same tokens: training makes the sinks" \
         in says["e1_diag_says"]
@@ -143,9 +143,9 @@ def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
     reg = F1.registered(rows)
     assert reg["dec-a"]["deepens"] and reg["dec-a"]["shares_structure"] and not reg["dec-b"]["shares_structure"]
     assert "larger in the last third of the layers than in the first third" in says["e1_summary"]
-    assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_summary"]
-    dec = F1.decoder_finding(reports, rows)          # the decoders' sentence, with the rows' numbers
-    assert dec in says["e1_summary"] and "shuffled text at every step in 1 of 2 decoders (dec-a)" in dec
+    assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_nulls_says"]
+    dec = F1.decoder_finding(reports, rows)          # the decoders' paragraph, with the rows' numbers
+    assert dec.strip() == says["e1_decoder_says"] and "shuffled text at every step in 1 of 2 decoders (dec-a)" in dec
     assert f"{reg['dec-a']['late_margin']:+.3f}" in dec and f"{reg['dec-b']['early_margin']:+.3f}" in dec
     # each model's level beside its own null, early and late (not pooled ranges)
     a = reg["dec-a"]
@@ -173,6 +173,10 @@ def test_e1_says_when_the_distance_rises_with_depth():
     assert "The distance itself *rises* with depth in dec-r" in dec
     assert "in dec-r the margin grows only because the strongest null rises faster" in dec
     assert "is not the layers converging to a stable operator" in dec
+    opening = F1.summary([r], rows)                   # the opening says it in one sentence, with the numbers
+    assert (f"Yet on dec-r the distance between consecutive layers itself rises from the first third to the last "
+            f"(dec-r {x['early_trained']:.2f} to {x['late_trained']:.2f})") in opening
+    assert "the margin grows only because the null rises faster" in opening and len(opening.split(". ")) <= 4
 
 
 def test_e1_sinks_are_compared_on_the_same_columns_and_never_with_zero(e1_book):
@@ -561,23 +565,117 @@ def test_reading_walk_facts_of_a_uniform_walk():
     assert FR.walk_facts(torch.full((30, 30), 1 / 30, dtype=torch.float64), causal=False)["recent"] is None
 
 
+def perf_records(growth=1.0, *, dense=12.0, missed=True, book=True, gpu_runs=()):
+    """Made-up benchmark records with every field the performance appendix reads: extraction's peak grows by
+    ``growth`` from 2 to 8 layers (the floor's by 5), the dense apply takes ``dense`` times the factored one."""
+    machine = {"processor": "CPU", "cpus": 2, "memory_gib": 8.0, "python": "3.11", "torch": "2", "transformers": "5",
+               "omp_num_threads": 1, "date_utc": "2026-01-02T03:04:05Z", "load_average_at_start": [1.0, 1.0, 1.0],
+               "cuda": None}
+    mem = lambda walks, floor: {"walks": {"peak_bytes": walks}, "floor": {"peak_bytes": floor},  # noqa: E731
+                                "forward": {"peak_bytes": walks / 2}}
+    layers = [{"n_layer": n, "d": 256, "heads": 8, "B": 2, "n": 512, "attention_layer_bytes": 2**24,
+               "memory": mem(1.5 * 2**24 * g, f * 2**24), "ratio": {"forward": 0.9, "walks": 1.1},
+               "peak_in_layers": {"walks": 1.5 * g, "floor": f, "forward": 0.75 * g}}
+              for n, g, f in ((2, 1.0, 3.0), (8, growth, 15.0))]
+    E = {"machine": machine, "quick": False, "layers": layers, "growth": {"walks": growth, "floor": 5.0},
+         "pretrained": [{"model": "enc", "B": 4, "n": 128, "layers": 6, "memory": {"walks": {"peak_bytes": 2**20}},
+                         "ratio": {"walks": 1.2, "metrics": 3.0, "edges": 2.0}},
+                        {"model": "dec", "B": 4, "n": 64, "layers": 30, "memory": {"walks": {"peak_bytes": 2**21}},
+                         "ratio": {"walks": 1.3, "walks_eager": 1.0, "metrics": 4.0, "edges": 2.5}}],
+         "transformer_lens": {"available": False},
+         "goals": [{"what": "extraction: walks time / floor (enc)", "measured": 1.2, "goal": 1.15 if missed else 1.5,
+                    "op": "<=", "unit": "x floor", "met": not missed, "reason": "the rebuilt queries"},
+                   {"what": "extraction: nothing run", "measured": None, "goal": 1.0, "op": "<=", "unit": "x",
+                    "met": None, "reason": "not run: no time"}]}
+    W = {"machine": machine, "quick": False, "settings": {"d": 128, "H": 8}, "dense_exceeds_machine_memory_n": 512,
+         "dense_largest_n": 64, "rows": [
+             {"n": 64, "dense_bytes": 2**29, "error_vs_torch": 1e-16, "seconds": {"walk": [1.0]},
+              "ratio": {"apply/torch": 0.4, "walk/torch": 2.0, "walk/eager": 0.8, "dense/apply": dense}},
+             {"n": 512, "dense_bytes": 2**35, "dense_skipped": "cap", "error_vs_torch": 1e-16, "seconds": {},
+              "ratio": {"apply/torch": 0.5, "walk/torch": 2.5, "walk/eager": 0.9}}],
+         "goals": [{"what": "walk apply: x", "measured": 2.5, "goal": 3.0, "op": "<=", "unit": "x", "met": True,
+                    "reason": ""}]}
+    S = {"machine": machine, "quick": False, "settings": {"k": 4, "tol": 1e-8, "d": 256}, "dense_largest_N": 4096,
+         "rows": [{"N": 1024, "arpack_seconds": 0.1, "matvecs": 200, "dense_seconds": 1.0, "error_vs_dense": 1e-10},
+                  {"N": 65536, "arpack_seconds": 3.0, "matvecs": 300, "dense_skipped": "too big"}],
+         "goals": [{"what": "spectra: y", "measured": 3.0, "goal": 60.0, "op": "<=", "unit": "seconds", "met": True,
+                    "reason": ""}]}
+    G = {"machine": machine, "quick": False, "status": "not run: no CUDA device", "reproduce": "python gpu.py",
+         "runs": list(gpu_runs), "goals": []}
+    make = {"seconds": 1500.0, "returncode": 0, "commit": "abcdef1234", "date_utc": "2026-01-01T00:00:00Z",
+            "cache_at_start": "empty", "notebooks": {"book/a.ipynb": 100.0, "book/b.ipynb": 900.0},
+            "failed": [], "setting": [8, 64], "measurements": [{"seconds": 600.0}]}
+    Bk = {"machine": machine, "quick": False, "notebooks": {"book/a.ipynb": {"seconds": 10.0, "status": "ok"}},
+          "make_test": dict(make) if book else None, "make_book": dict(make) if book else None, "goals": []}
+    return {"extraction": E, "walk_apply": W, "spectra": S, "gpu_8b": G, "book_times": Bk}
+
+
 def test_performance_opening_follows_the_records():
     from connlap_lite.findings import performance as FP
 
-    def records(growth):
-        E = {"pretrained": [{"ratio": {"walks": 1.2}}], "growth": {"walks": growth, "floor": 5.0},
-             "layers": [{"n_layer": 2, "peak_in_layers": {"walks": 1.5, "floor": 3.0}},
-                        {"n_layer": 8, "peak_in_layers": {"walks": 1.5 * growth, "floor": 15.0}}],
-             "goals": [{"met": True}, {"met": None}]}
-        W = {"rows": [{"n": 512, "ratio": {"apply/torch": 0.5, "walk/torch": 2.0}}], "goals": [{"met": False}]}
-        S = {"rows": [{"N": 65536, "arpack_seconds": 3.0}], "dense_largest_N": 4096, "goals": [{"met": True}]}
-        return {"extraction": E, "walk_apply": W, "spectra": S}
-
-    flat, growing = FP.paragraphs(records(1.0)), FP.paragraphs(records(3.0))
+    flat, growing = FP.paragraphs(perf_records(1.0)), FP.paragraphs(perf_records(3.0))
     assert tuple(flat) == FP.KEYS
     assert "stays flat" in flat["perf_summary"] and "grows by a factor 3.00" in growing["perf_summary"]
     assert "Of the 3 performance goals that were run, 2 are met" in flat["perf_summary"]   # not run: not counted
     assert "about the same memory" in flat["perf_depth_take"] and "growing with depth" in growing["perf_depth_take"]
     assert "0.50 times as long" in flat["perf_apply_take"] and "$nd = 65,536$ in 3 s" in flat["perf_spectra_take"]
     with pytest.raises(ValueError, match="spectra"):
-        FP.paragraphs({k: v for k, v in records(1.0).items() if k != "spectra"})
+        FP.paragraphs({k: v for k, v in perf_records(1.0).items() if k != "spectra"})
+
+
+def test_performance_sections_say_what_the_records_hold():
+    from connlap_lite.findings import performance as FP
+
+    says = FP.paragraphs(perf_records(1.0))
+    assert says["perf_extraction"].startswith("On the two offline models (passages of 128 and 64 real tokens)")
+    assert "1.20 times the floor on `enc` and 1.30 times the floor on `dec`" in says["perf_extraction"]
+    assert "eager attention read instead: 1.00)" in says["perf_extraction"]
+    assert says["perf_memory"].startswith("Memory is where streaming pays.")
+    assert FP.paragraphs(perf_records(6.0))["perf_memory"].startswith("Memory is where streaming should pay")
+    assert "is 12 times slower" in says["perf_apply"]
+    assert "takes 0.50 times the factored one's time" in FP.paragraphs(perf_records(dense=0.5))["perf_apply"]
+    assert "It was not installed" in says["perf_tl"]
+    assert "agree to 1e-10 or better" in says["perf_spectra"]
+    assert "The whole `make test` took 25.0 minutes, measured at abcdef1, 2026-01-01" in says["perf_book"]
+    assert "outside the 20-minute goal" in says["perf_book"] and "inside its 60-minute goal" in says["perf_book"]
+    assert "with 32 passages per setting instead of 8 they would take about 4.0 times" in says["perf_book"]
+    assert "has not been timed" in FP.paragraphs(perf_records(book=False))["perf_book"]
+    assert "*not run: no CUDA device*" in says["perf_gpu_status"]
+    assert says["perf_missed"] == "Missed: walks time / floor (enc) (1.200 x floor, goal <= 1.15)."
+    assert FP.paragraphs(perf_records(missed=False))["perf_missed"] == "Every goal that was run is met."
+
+
+def test_performance_tables_list_every_row():
+    from connlap_lite.findings import performance as FP
+
+    R = perf_records(1.0)
+    assert FP.machine(R["extraction"]).startswith("CPU, 2 cores, 8.0 GiB; Python 3.11")
+    table = FP.goals_table(R)
+    assert table.count("<tr>") == 1 + 4 and "<b>no</b>" in table and "not run" in table
+    assert FP.extraction_table(R["extraction"]).count("\n") == 1
+    assert FP.depth_table(R["extraction"], ["walks", "floor"]).splitlines()[0] == \
+        " 2 layers: peak in layers of attention: walks 1.50, floor 3.00"
+    assert FP.apply_table(R["walk_apply"]).splitlines()[1].endswith("(skipped)")
+    assert "dense skipped: too big" in FP.spectra_table(R["spectra"])
+    assert FP.gpu_table(R["gpu_8b"]) == "not run: no CUDA device | python gpu.py"
+    assert "make book: 25.0 min, exit 0, measured at abcdef1" in FP.book_table(R["book_times"])
+    assert FP.missed_list(R).splitlines() == ["- extraction: walks time / floor (enc): 1.2 x floor (goal <= 1.15).",
+                                              "    why: the rebuilt queries",
+                                              "- extraction: nothing run: not run. not run: no time"]
+    assert FP.worst_depth(R["extraction"])["n_layer"] == 2 and FP.dense_ratio(R["walk_apply"]) == (64, 12.0)
+
+
+def test_the_grid_and_the_e3_figures_name_claims_and_metrics_in_words(e1_book):
+    """Where a reader looks first, no identifier: the verdict grid's rows, E3's panel titles and its captions'
+    first sentences say the claims and metrics in words (scorecard.GRID_WORDS, METRIC_TITLES)."""
+    from connlap_lite.findings import e3 as F3
+
+    reports, rows, *_ = e1_book
+    labels = S.grid_rows()
+    assert {claim for claim, _ in FS.verdict_cells(rows)} <= set(labels)
+    assert all("_" not in label and "`" not in label for label in labels.values())
+    assert set(F3.CLAIM_METRICS) <= set(S.METRIC_TITLES)
+    assert all("_" not in t for t in S.METRIC_TITLES.values())
+    gap = F3.gaps(reports)
+    for take in (F3.main_take(reports, gap), F3.gaps_take(gap)):
+        assert "`" not in take and not re.search(r"\b[a-z]+_[a-z_]+\b", take), take

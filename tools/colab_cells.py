@@ -1,4 +1,4 @@
-"""Give every notebook of the book its Colab set-up: the badge, the set-up cell and a Colab-aware device.
+r"""Give every notebook of the book its Colab set-up: the badge, the set-up cell and a Colab-aware device.
 
     .venv/bin/python tools/colab_cells.py [NOTEBOOK ...]      # default: every notebook under book/
 
@@ -24,7 +24,13 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   the list of tools/deps.py, as ``make install`` installs them); in every case it fixes the seeds of ``random``,
   NumPy and torch and sets ``DEVICE``;
 * turns a parameter cell's ``DEVICE = "cpu"`` into the set-up cell's choice on Colab only, so that
-  ``make test`` and ``make book`` keep measuring on the CPU.
+  ``make test`` and ``make book`` keep measuring on the CPU;
+* where the notebook's Markdown uses the book's LaTeX macros (``\R``, ``\Id``, ``\norm``, ...: the ``macros`` of
+  ``mathjax3_config`` in ``_config.yml``, the one place they are defined, which the HTML book applies itself), puts
+  a Markdown cell that defines them all (``$\newcommand{\R}{\mathbb{R}}...$``) first in the notebook, so that
+  Jupyter's and Colab's math renderers, which typeset the cells from the top, know them before the title cell
+  uses them. The cell is tagged ``remove-cell``: myst-nb leaves it out of the book's pages (and of the PDF),
+  where it would only repeat _config.yml. A notebook that uses no macro has no such cell.
 
 Running it twice changes nothing the second time. tests/test_book.py checks what it writes.
 """
@@ -64,6 +70,35 @@ SETUP_TAGS = ("hide-input", "hide-output")
 SETUP_NOTE = ("Set-up: on Colab it installs the package{what}; it fixes the seeds and picks the device "
               "(show the {{type}})")
 SETUP_HIDE = "Set-up (hide the {type})"
+# the Markdown cell that defines the book's LaTeX macros for Jupyter and Colab (left out of the HTML book)
+MACROS = CONFIG["sphinx"]["config"]["mathjax3_config"]["tex"]["macros"]
+MACRO_USE = re.compile(r"\\(" + "|".join(map(re.escape, sorted(MACROS, key=len, reverse=True))) + r")(?![A-Za-z])")
+MACRO_TAG = "remove-cell"
+MACRO_ID = "connlap-macros"
+
+
+def macro_cell() -> str:
+    r"""The source of the cell that defines every macro of _config.yml, for Jupyter's MathJax and Colab.
+
+    >>> macro_cell().startswith(r"$\newcommand{\R}{\mathbb{R}}") and r"\newcommand{\ip}[2]{" in macro_cell()
+    True
+    """
+    defs = []
+    for name, body in MACROS.items():
+        body, args = (body[0], body[1]) if isinstance(body, list) else (body, 0)
+        defs.append(f"\\newcommand{{\\{name}}}" + (f"[{args}]" if args else "") + f"{{{body}}}")
+    return "$" + "".join(defs) + "$"
+
+
+def is_macro_cell(cell: dict) -> bool:
+    return cell["cell_type"] == "markdown" and MACRO_TAG in cell.get("metadata", {}).get("tags", []) and \
+        "".join(cell["source"]).startswith("$\\newcommand")
+
+
+def uses_macros(nb: dict) -> bool:
+    """Whether a Markdown cell of ``nb`` (the macro cell aside) uses one of the book's macros."""
+    return any(MACRO_USE.search("".join(c["source"])) for c in nb["cells"]
+               if c["cell_type"] == "markdown" and not is_macro_cell(c))
 
 
 def colab_url(path: Path) -> str:
@@ -217,7 +252,11 @@ def apply(path: Path) -> bool:
     nb = json.loads(raw)
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     needs_models = bool(MODEL_USE.search(code))
-    md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    nb["cells"] = [c for c in nb["cells"] if not is_macro_cell(c)]
+    if uses_macros(nb):
+        nb["cells"].insert(0, {"cell_type": "markdown", "id": MACRO_ID, "metadata": {"tags": [MACRO_TAG]},
+                               "source": as_source(macro_cell())})
+    md = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and not is_macro_cell(c))
     measures = "analyze(" in code
     corpora = corpora_measured(code) if is_empirical(path) else None
     md["source"] = as_source(edit_first_markdown("".join(md["source"]), path, needs_models, measures, corpora))

@@ -44,7 +44,7 @@ def _markdown(path: Path) -> str:
 
 
 def _label(path: Path) -> str:
-    return re.match(r"\((\S+)\)=", _markdown(path)).group(1)
+    return re.search(r"^\((\S+)\)=", _markdown(path), re.M).group(1)   # (a macro cell may come first)
 
 
 def exercise_rows(path: Path) -> list[dict]:

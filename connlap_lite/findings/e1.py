@@ -27,7 +27,7 @@ WALK_KEYS = ("tv", "tv_norm", "rev", "tv_nosink", "tv_norm_nosink", "rev_nosink"
 NEAR = 0.05          # a null "stays near U" when every layer's walk is within this distance of the uniform walk
 KEYS = ("e1_summary", "e1_main_take", "e1_verdict", "e1_sizes", "e1_sinks_take", "e1_tv_take", "e1_tv_raw_take",
         "e1_nulls_take", "e1_profile_take", "e1_input_take", "e1_spec_take", "e1_cross_take", "e1_rev_take",
-        "e1_diag_says", "e1_tv_says", "e1_nulls_says", "e1_input_says", "e1_spec_says", "e1_rev_says", "e1_says",
+        "e1_diag_says", "e1_tv_says", "e1_decoder_says", "e1_nulls_says", "e1_input_says", "e1_spec_says", "e1_rev_says", "e1_says",
         "e1_structures_says", "e1_q4_says", "e1_long_says")
 SINK_FACTOR = 3      # "training makes the sinks": the late sink mass above this many times every seed's largest
 
@@ -138,33 +138,40 @@ def near_uniform(reports: list[dict]) -> list[str]:
 
 # ----------------------------------------------------------------------- the paragraphs
 def summary(reports: list[dict], rows: list[dict]) -> str:
-    """The chapter's opening, in plain words: rule 3's two conditions on each model, the separate finding that
-    consecutive layers share input-specific structure at every depth, what E1 finds on the decoders with its
-    numbers, and the registered verdict per structure."""
+    """The chapter's opening in two or three plain sentences: in which models each deep layer's attention is
+    closer to the next layer's than every null makes it, and in which its margin below the strongest null made
+    from the model itself grows with depth; what the distance between consecutive layers does from the first
+    third of the layers to the last on the decoders, with its numbers; and the registered verdict per structure.
+    The decoders' levels and margins beside their nulls are :func:`decoder_finding`'s (``e1_decoder_says``), the
+    structure shared at every depth :func:`stronger_nulls`'s."""
     reg = registered(rows)
     models = _models(reports)
     ok = [m for m in models if decided(reg[m])]
     short = [m for m in models if not decided(reg[m])]
     below = [m for m in ok if reg[m].get("below_nulls")]
     deepens = [m for m in ok if reg[m].get("deepens")]
-    share = shares(reg[m] for m in ok)
     verdicts = "; ".join(f"*{r['verdict']}* for the {r['structure']}{'s' if len(r['models']) > 1 else ''}"
                          for r in rows if r["claim"] == "E1")
     n_dec = len(_decoders(reports))
     n_enc = len(models) - n_dec
-    text = (f"Measured on {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
-            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention (the last third of the layers, attention "
-            f"sinks set aside) is closer to the next layer's than any null makes it in {who(below, ok)}; the margin by which it beats the strongest null made from the trained model itself "
-            f"is larger in the last third of the layers than in the first third, the depth-specific part of the "
-            f"claim, in {who(deepens, ok)}. Separately, consecutive layers of one passage are closer than every "
-            f"null made from other passages or shuffled text at every depth in {who(share, ok)}"
-            + (": there neighbouring layers share structure specific to their input, which is not the same as "
-               "settling into one operator." if share else "."))
+    text = (f"On {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
+            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention (attention sinks set aside) is closer to "
+            f"the next layer's than any null makes it in {who(below, ok, listed=False)}, and its margin below the strongest null "
+            "made from the model itself is larger in the last third of the layers than in the first third in "
+            f"{who(deepens, ok, listed=False)}.")
+    dec = [m for m in _decoders(reports) if decided(reg[m])]
+    rises = [m for m in dec if reg[m]["trained_rise_interval"][0] > 0]
+    if rises:
+        outrun = [m for m in rises if reg[m]["late_margin"] > reg[m]["early_margin"]]
+        text += (" Yet on " + names(rises) + " the distance between consecutive layers itself rises from the first "
+                 "third to the last (" + "; ".join(f"{m} {reg[m]['early_trained']:.2f} to {reg[m]['late_trained']:.2f}"
+                                                   for m in rises)
+                 + "): their layers become less alike towards the output"
+                 + (", and the margin grows only because the null rises faster." if outrun == rises else "."))
     if short:
         text += (f" The rule gives no verdict on {names(short)} ("
                  + "; ".join(f"{m}: *{reg[m]['verdict']}*" for m in short) + ").")
-    text += decoder_finding(reports, rows)
-    return text + f" The rule registered before the measurements gives: {verdicts}."
+    return text + f" The rule registered before the measurements gives {verdicts}."
 
 
 def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
@@ -738,6 +745,8 @@ def report_paragraphs(reports: list[dict], rows: list[dict], grid: dict) -> dict
            "e1_verdict": verdict_box(rows, "E1", {f"{m}/{k}": label(row) for (m, k), row in grid.items()}),
            **takeaways(reports, rows),
            "e1_diag_says": diagnostics(reports), "e1_tv_says": distances(reports),
+           "e1_decoder_says": (decoder_finding(reports, rows).strip()
+                               or "No decoder has a verdict of the rule, so there is no decoder finding."),
            "e1_nulls_says": stronger_nulls(reports, rows), "e1_input_says": input_dependence(reports),
            "e1_spec_says": spectra(reports), "e1_rev_says": cross_and_reversibility(reports),
            "e1_says": verdicts(reports, rows, grid), "e1_structures_says": structures(reports)}

@@ -16,7 +16,7 @@ from .. import report as R
 from ..prose import names, size, sizes
 from ..record import late_value
 from ..rules_history import e3_rule1, scale_slope
-from ..scorecard import verdict_box
+from ..scorecard import METRIC_TITLES, verdict_box
 
 METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect",
            "edge_defect", "sink")
@@ -28,6 +28,11 @@ KEYS = ("e3_summary", "e3_main_take", "e3_gaps_take", "e3_verdict", "e3_sizes", 
 
 def _listing(metrics) -> str:
     return ", ".join(f"`{m}`" for m in metrics) or "none"
+
+
+def _titled(metrics) -> str:
+    """The metrics in words, as the figures' panels name them: 'the distance between consecutive layers and ...'."""
+    return names([f"the {METRIC_TITLES.get(m, m)}" for m in metrics])
 
 
 def _structures(reports):
@@ -69,7 +74,7 @@ def main_take(reports: list[dict], rows: dict) -> str:
     above = [m for m in ("tv_norm_nosink", "head_defect")
              if all(x["gap"] > 0 for s in ("encoder", "decoder") if (s, m) in rows for x in rows[s, m]["models"])]
     ladders = [f for (_, f), v in families(reports).items() if len(v) >= 3]
-    return ((f"On {_listing(above)} every trained model sits above its strongest registered null (a positive gap)"
+    return ((f"On {_titled(above)}, every trained model sits above its strongest registered null (a positive gap)"
              if above else "The gaps have both signs")
             + ("; no family gives the three sizes a slope within it needs." if not ladders else
                f"; {names(sorted(ladders))} give{'s' * (len(ladders) == 1)} a slope within the family."))
@@ -84,8 +89,9 @@ def gaps_take(rows: dict, metrics=CLAIM_METRICS) -> str:
     above = [m for m in metrics if signs(m) == {1.0}]
     below = [m for m in metrics if signs(m) == {-1.0}]
     mixed = [m for m in metrics if m not in above and m not in below]
-    return (f"Every model sits above its strongest registered null on {_listing(above)}, every model below it on "
-            f"{_listing(below)}, and the gaps have both signs on {_listing(mixed)}.")
+    return (f"Every model sits above its strongest registered null on {_titled(above) if above else 'no metric'}, "
+            f"every model below it on {_titled(below) if below else 'no metric'}, and the gaps have both signs on "
+            f"{_titled(mixed) if mixed else 'no metric'}.")
 
 
 def model_words(reports: list[dict], full: bool) -> dict[str, str]:

@@ -94,10 +94,10 @@ def errors_paragraph(errors: dict[str, dict[str, list[float]]], tol: float = TOL
                 "(the note above)" if hi <= tol / 2 else "")
     below = (f"the largest is {tol / hi:.0f} times below the tolerance{rounding}" if hi <= tol else
              f"the largest is above the tolerance of {sci(tol)}")
-    return (f"All errors lie between {sci(lo)} and {sci(hi)}; {below}. The head-by-head sum (T1) and the single "
-            "walk (T2) are different computations with different rounding: the single walk multiplies in the same "
-            "order as the model (values first, then the output map), while our T1 code first multiplies out each "
-            f"$d \\times d$ matrix $T_h$. The single walk has the smaller error in {closer} of the {len(pairs)} "
+    return (f"All errors lie between {sci(lo)} and {sci(hi)}; {below}. The head-by-head sum and the single walk "
+            "are different computations with different rounding: the single walk multiplies in the same order "
+            "as the model (values first, then the output map), while our head-by-head code first multiplies out "
+            f"each $d \\times d$ matrix $T_h$. The single walk has the smaller error in {closer} of the {len(pairs)} "
             f"layers of the {len(errors)} models.")
 
 
