@@ -497,7 +497,7 @@ def _reading_inputs(worst=3e-7, special=False):
     from connlap_lite.adapters import TESTED
     from connlap_lite.findings import reading as FR
 
-    errors = {"enc": {"T1": [1e-7, 2e-7], "T2": [5e-8, 3e-7]}, "dec": {"T1": [worst, 1e-7, 1e-7], "T2": [1e-7] * 3}}
+    errors = {"enc": {"heads": [1e-7, 2e-7], "walk": [5e-8, 3e-7]}, "dec": {"heads": [worst, 1e-7, 1e-7], "walk": [1e-7] * 3}}
     P = torch.tril(torch.ones(40, 40, dtype=torch.float64))
     P[:, 0] = 20.0                                     # a sink: token 0 takes most of every row
     walk = FR.walk_facts(P / P.sum(1, keepdim=True), causal=True)
@@ -551,7 +551,7 @@ def test_reading_sentences_change_when_the_data_do():
     assert "measured on H100" in FR.gpu_note({"runs": [1], "device": "H100", "machine": {"date_utc": "2026-12-02T00"}})
     assert "does not point to token 0" in FR.edge_choice(dict(inputs["edge"], heaviest=(9, 4)))
     with pytest.raises(ValueError, match="errors must map"):
-        FR.summary({"m": {"T1": [1e-7]}})
+        FR.summary({"m": {"heads": [1e-7]}})
 
 
 def test_reading_walk_facts_of_a_uniform_walk():

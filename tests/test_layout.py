@@ -13,6 +13,7 @@ kind of fault is planted, so that each check is seen to fail.
 from __future__ import annotations
 
 import ast
+import json
 import pathlib
 import textwrap
 
@@ -21,6 +22,16 @@ PACKAGE = ROOT / "connlap_lite"
 
 
 # ------------------------------------------------------------------------------------------------ reading the code
+def source(path: pathlib.Path) -> str:
+    """The Python of a file: a module's text, or a notebook's code cells one after another (IPython's ``%`` and
+    ``!`` lines blanked, so that line numbers count the notebook's code lines)."""
+    if path.suffix != ".ipynb":
+        return path.read_text()
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    code = "\n".join("".join(c["source"]) for c in cells).splitlines()
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code) + "\n"
+
+
 def modules(package: pathlib.Path) -> dict[str, pathlib.Path]:
     """Every module of ``package`` (subpackages included), by dotted name."""
     out = {}
@@ -51,7 +62,7 @@ def imports(path: pathlib.Path, package: pathlib.Path, mods: dict) -> list[tuple
     ``(module, name or None, bound as, line)``; ``name`` None for a whole module imported."""
     me = _dotted(path, package) if package in path.parents else path.stem
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source(path))):
         if isinstance(node, ast.ImportFrom):
             src = _source_module(me, path, node)
             if src not in mods:
@@ -97,6 +108,37 @@ def defined(path: pathlib.Path) -> set[str]:
             for target in getattr(node, "targets", [getattr(node, "target", None)]):
                 out |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
     return out
+
+
+def module_reads(tree: ast.Module, aliases: set[str]):
+    """The ``alias.attr`` nodes of ``tree`` whose ``alias`` still names the module where it is read: not rebound
+    at module level, nor in the function (or lambda) that holds the read."""
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+    def bound(scope) -> set[str]:
+        out, todo = set(), list(ast.iter_child_nodes(scope))
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+            elif isinstance(node, ast.arg):
+                out.add(node.arg)
+            if not isinstance(node, scopes):
+                todo += ast.iter_child_nodes(node)
+        return out
+
+    top = bound(tree)
+
+    def visit(node, shadowed):
+        if isinstance(node, scopes):
+            shadowed = shadowed | bound(node)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.value.id not in shadowed:
+            yield node
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, shadowed)
+
+    yield from visit(tree, top)
 
 
 # ------------------------------------------------------------------------------------------------ the three checks
@@ -178,9 +220,6 @@ def misaddressed(package: pathlib.Path, callers: list[pathlib.Path]) -> list[str
     for path in callers:
         inside = package in path.parents
         where = path.relative_to(package.parent) if inside else path.name
-        tree = ast.parse(path.read_text())
-        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        stored |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
 
         def wrong(module, name):
             if module in exempt and not inside:
@@ -193,19 +232,48 @@ def misaddressed(package: pathlib.Path, callers: list[pathlib.Path]) -> list[str
                 aliases[bound] = module
             elif wrong(module, name):
                 out.append(f"{where}:{line}: from {module} import {name} (not defined there)")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
-                    and node.value.id not in stored:
-                module = aliases[node.value.id]
-                if wrong(module, node.attr):
-                    out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr} ({module} does not define it)")
+        for node in module_reads(ast.parse(source(path)), set(aliases)):
+            module = aliases[node.value.id]
+            if wrong(module, node.attr):
+                out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr} ({module} does not define it)")
+    return out
+
+
+def missing(package: pathlib.Path, callers: list[pathlib.Path]) -> list[str]:
+    """Every read in ``callers`` of ``m.n`` or ``from m import n``, ``m`` a module of ``package``, where ``m``
+    neither defines nor imports ``n`` and has no submodule ``n``: an ``AttributeError`` or ``ImportError``
+    waiting for the reader who runs that line (a name moved or renamed, its old address still in use)."""
+    mods = modules(package)
+    known = {name: defined(path) | {b for _, _, b, _ in imports(path, package, mods)}
+             | {b for n in _top_level(ast.parse(path.read_text())) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for b in ((a.asname or a.name.split(".")[0]) for a in n.names)}
+             for name, path in mods.items()}
+    dunder = {"__file__", "__name__", "__doc__", "__path__", "__spec__", "__dict__", "__all__", "__version__"}
+
+    def absent(module, name):
+        return name not in known[module] and f"{module}.{name}" not in mods and name not in dunder
+
+    out = []
+    for path in callers:
+        where = path.relative_to(package.parent) if package in path.parents else path.name
+        aliases = {}
+        for module, name, bound, line in imports(path, package, mods):
+            if name is None:
+                aliases[bound] = module
+            elif absent(module, name):
+                out.append(f"{where}:{line}: from {module} import {name} (no such name)")
+        for node in module_reads(ast.parse(source(path)), set(aliases)):
+            if absent(aliases[node.value.id], node.attr):
+                out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr} (no such name in "
+                           f"{aliases[node.value.id]})")
     return out
 
 
 # ------------------------------------------------------------------------------------------------ on the package
 def _callers() -> list[pathlib.Path]:
     return [*sorted(PACKAGE.rglob("*.py")), *sorted((ROOT / "tests").glob("*.py")),
-            *sorted((ROOT / "tools").glob("*.py")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+            *sorted((ROOT / "tools").glob("*.py")), *sorted((ROOT / "benchmarks").glob("*.py")),
+            *sorted((ROOT / "book").rglob("*.ipynb"))]
 
 
 def test_no_import_circle_anywhere_in_the_package():
@@ -220,6 +288,10 @@ def test_no_module_forwards_a_name_it_does_not_define():
 
 def test_every_caller_reads_a_name_from_its_defining_module():
     assert misaddressed(PACKAGE, _callers()) == []
+
+
+def test_every_name_a_caller_reads_exists():
+    assert missing(PACKAGE, _callers()) == []
 
 
 # ------------------------------------------------------------------------------------------------ the checks can fail
@@ -327,7 +399,10 @@ def paper_labels(paths: list[pathlib.Path]) -> list[tuple[str, int, str]]:
 
 
 def test_results_are_named_by_title_not_by_the_papers_labels(tmp_path):
-    assert paper_labels([p for p in _callers() if p.name != pathlib.Path(__file__).name]) == []
+    # the notebooks are test_book's to check (it allows the walks chapter's table of both names), and the two
+    # checks' own tests plant labels on purpose
+    planters = {pathlib.Path(__file__).name, "test_book.py"}
+    assert paper_labels([p for p in _callers() if p.suffix == ".py" and p.name not in planters]) == []
     planted = tmp_path / "planted.py"
     planted.write_text('"""The walk of T2."""\nT2 = 1   # a name, not a string: allowed\nx = f"{T2} (D3b)"\n')
     assert paper_labels([planted]) == [("planted.py", 1, "T2"), ("planted.py", 3, "D3b")]

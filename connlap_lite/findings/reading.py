@@ -38,20 +38,20 @@ def sci(x: float) -> str:
 
 
 def _all(errors: dict[str, dict[str, list[float]]]) -> list[float]:
-    return [e for per in errors.values() for k in ("T1", "T2") for e in per[k]]
+    return [e for per in errors.values() for k in ("heads", "walk") for e in per[k]]
 
 
 def _check_errors(errors) -> None:
-    if not errors or any(set(per) != {"T1", "T2"} or len(per["T1"]) != len(per["T2"]) or not per["T1"]
+    if not errors or any(set(per) != {"heads", "walk"} or len(per["heads"]) != len(per["walk"]) or not per["heads"]
                          for per in errors.values()):
-        raise ValueError("errors must map each model to {'T1': [...], 'T2': [...]}, one error per layer in each "
+        raise ValueError("errors must map each model to {'heads': [...], 'walk': [...]}, one error per layer in each "
                          "list, as the chapter's reconstruction loop collects them")
 
 
 def summary(errors: dict[str, dict[str, list[float]]], tol: float = TOL) -> str:
     """The opening in plain words: what the chapter rebuilds, and how close the rebuilt layers come."""
     _check_errors(errors)
-    layers = sum(len(per["T1"]) for per in errors.values())
+    layers = sum(len(per["heads"]) for per in errors.values())
     worst = max(_all(errors))
     close = (f"matches the model's own output to within a relative error of {sci(worst)}, "
              f"{tol / worst:.0f} times inside the tolerance that float32 arithmetic leaves room for"
@@ -67,8 +67,8 @@ def summary(errors: dict[str, dict[str, list[float]]], tol: float = TOL) -> str:
 def errors_take(errors: dict[str, dict[str, list[float]]], tol: float = TOL) -> str:
     """The main figure's first sentence."""
     _check_errors(errors)
-    layers = sum(len(per["T1"]) for per in errors.values())
-    miss = sum(max(t1, t2) > tol for per in errors.values() for t1, t2 in zip(per["T1"], per["T2"]))
+    layers = sum(len(per["heads"]) for per in errors.values())
+    miss = sum(max(t1, t2) > tol for per in errors.values() for t1, t2 in zip(per["heads"], per["walk"]))
     if not miss:
         return (f"All {layers} attention layers of the {len(errors)} models are reproduced by their connection "
                 f"walks to within the tolerance of {sci(tol)}.")
@@ -88,7 +88,7 @@ def errors_paragraph(errors: dict[str, dict[str, list[float]]], tol: float = TOL
     _check_errors(errors)
     everything = _all(errors)
     lo, hi = min(everything), max(everything)
-    pairs = [(t1, t2) for per in errors.values() for t1, t2 in zip(per["T1"], per["T2"])]
+    pairs = [(t1, t2) for per in errors.values() for t1, t2 in zip(per["heads"], per["walk"])]
     closer = sum(t2 < t1 for t1, t2 in pairs)
     rounding = (", and of the size float32 rounding gives for sums of a few hundred to a thousand terms "
                 "(the note above)" if hi <= tol / 2 else "")
@@ -253,7 +253,7 @@ def paragraphs(errors: dict[str, dict[str, list[float]]], *, tested: tuple[str, 
                gpu: dict | None, shape: dict) -> dict[str, str]:
     """Every glued text of the chapter, ``{key: markdown}`` in the order of :data:`KEYS`.
 
-    ``errors``: ``{model: {"T1": [...], "T2": [...]}}``, each layer's worst-passage relative error;
+    ``errors``: ``{model: {"heads": [...], "walk": [...]}}``, each layer's worst-passage relative error;
     ``tested``: the model types the adapters are tested on; ``walk``: :func:`walk_facts` of the layer shown,
     of model ``walk_model`` (``special``: whether the passage's token 0 is a special token); ``edge``:
     :func:`edge_facts`; ``q4``: the relative change of the transports and of their singular values under a
