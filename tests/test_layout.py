@@ -1,6 +1,7 @@
 """One address per name: no import circle in ``connlap_lite`` (any module, any subpackage, imports at the top of a
-module or inside a function alike), no module forwarding a name it does not define, and every caller (the
-package, the tests, the tools, the benchmarks) reading each name from the module that defines it.
+module or inside a function alike), no module forwarding a name it does not define, every caller (the package,
+the tests, the tools, the benchmarks, the book's notebooks) reading each name from the module that defines it, and
+every name a caller reads existing there.
 
 Exempt: the *facades*, the ``__init__.py`` of a package that declares its public names in ``__all__``
 (``connlap_lite`` itself, ``connlap_lite.known``, ``connlap_lite.exercises``): they gather the public names of
@@ -141,7 +142,7 @@ def module_reads(tree: ast.Module, aliases: set[str]):
     yield from visit(tree, top)
 
 
-# ------------------------------------------------------------------------------------------------ the three checks
+# ------------------------------------------------------------------------------------------------ the four checks
 def import_cycles(package: pathlib.Path) -> list[list[str]]:
     """The import circles among ``package``'s modules (each as the path that closes it), top-level and
     function-level imports alike; an edge goes to the module named in the import (``from .a import f``: to
@@ -372,6 +373,15 @@ def test_the_checks_fail_on_a_package_with_every_fault(tmp_path):
         "pkg/d.py:4: from pkg import f (not defined there)",
         "pkg/d.py:7: c.g (pkg.c does not define it)",
         "caller.py:5: C.f (pkg.c does not define it)", "caller.py:5: C.g (pkg.c does not define it)"]), wrong
+    # a notebook reads like a module, its code cells in order; a function's own ``C`` is not the module
+    notebook = tmp_path / "chapter.ipynb"
+    cells = ["%matplotlib inline\nfrom pkg import c as C\nfrom pkg.a import gone", "print(C.g, C.nothing)",
+             "def f(C):\n    return C.nothing", "# C.nothing in a comment"]
+    notebook.write_text(json.dumps({"cells": [{"cell_type": "code", "source": text} for text in cells]
+                                   + [{"cell_type": "markdown", "source": "C.nothing"}]}))
+    assert misaddressed(package, [notebook]) == ["chapter.ipynb:4: C.g (pkg.c does not define it)"]
+    assert missing(package, [notebook, outside]) == ["chapter.ipynb:3: from pkg.a import gone (no such name)",
+                                                     "chapter.ipynb:4: C.nothing (no such name in pkg.c)"]
 
 
 def test_the_checks_pass_a_package_without_faults(tmp_path):
@@ -379,8 +389,9 @@ def test_the_checks_pass_a_package_without_faults(tmp_path):
     for name in ("b.py", "c.py", "d.py"):
         (package / name).unlink()
     (package / "a.py").write_text("def f():\n    return 1\n")
-    assert import_cycles(package) == [] and forwarders(package) == [] and misaddressed(package, list(
-        package.rglob("*.py"))) == []
+    callers = list(package.rglob("*.py"))
+    assert import_cycles(package) == [] and forwarders(package) == [] and misaddressed(package, callers) == []
+    assert missing(package, callers) == []
 
 
 # ------------------------------------------------------------------------------------------------ one name per theorem
