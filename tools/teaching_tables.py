@@ -140,10 +140,11 @@ def times_table(root: Path = ROOT) -> str:
                         f"status {rec.get('returncode')})")
     note = ("\n" + ("; ".join(said) + ". " if said else "")
             + "In those two columns each chapter is timed inside one run of the whole target: `make test` runs the "
-            "notebooks under nbval, which collects `book/` in path order (the appendix, then the empirical chapters, "
-            "..., the theory last), and `make book` executes them in its own order; chapters that measure the same "
-            "models share the measurement cache, so the first of them in that order pays for the measurements and "
-            "the others read them. They are not each chapter's first run. The Colab columns are: each chapter copied "
+            "notebooks under nbval in two lanes side by side (the scorecard and the theory chapters after the unit "
+            "tests; the others in path order, Beyond first of the empirical chapters), and `make book` executes "
+            "them in its own order; chapters that measure the same models share the measurement cache, so the "
+            "first of them pays for the measurements and the others read them. They are not each chapter's first "
+            "run. The Colab columns are: each chapter copied "
             "out alone and run by `make colab` on Colab's versions (CPU), with an empty measurement cache of its own, "
             "as a reader's first run on Colab is; its disk is what its set-up cell installs on a runtime with "
             "Colab's packages (the package, and the models' packages where the chapter reads models) plus its "
