@@ -57,11 +57,16 @@ def footprint(config, B: int, n: int) -> dict:
     ``edge_bytes``       the edge transports' cores, one ``G d_h x G d_h`` float64 matrix for each edge that
                          :func:`connlap_lite.analysis.measure` reads at a layer (``EDGES`` x ``EDGE_PASSAGES``), in
                          one batch;
+    ``ov_bytes``         every layer's value and output maps (``d x G d_h`` and ``H d_h x d``) in the weights'
+                         precision: what each random-init seed of E2's data null keeps alive, its head transports
+                         being views of those weights, while the trained model is measured;
     and the shape: ``layers``, ``heads``, ``groups``, ``d``, ``head_dim``.
 
     >>> f = footprint(config_of("gpt2"), 16, 128)
     >>> f["parameters"], f["weight_bytes"] == 4 * f["parameters"], f["attention_bytes"] == 16 * 12 * 128 ** 2 * 4
     (124439808, True, True)
+    >>> f["ov_bytes"] == 12 * 2 * 768 * 768 * 4
+    True
     """
     check_int(B, "B", low=1)
     check_int(n, "n", low=1)
@@ -82,4 +87,5 @@ def footprint(config, B: int, n: int) -> dict:
     return {"parameters": parameters, "weight_bytes": parameters * dtype.itemsize,
             "attention_bytes": B * H * n * n * 4, "head_bytes": 8 * H * dh * max(d, H * dh),
             "edge_bytes": 8 * EDGES * min(B, EDGE_PASSAGES) * (G * dh) ** 2,
+            "ov_bytes": facts["layers"] * (d * G * dh + H * dh * d) * dtype.itemsize,
             **{k: facts[k] for k in ("layers", "heads", "groups", "d", "head_dim")}}

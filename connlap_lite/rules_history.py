@@ -21,7 +21,7 @@ values, one null's denominator per null), except that a non-finite value now giv
 ``e2_table_rule2`` / ``e2_rule2``  heads below the Gaussian heads and every seed; data below the data nulls;
 ``e3_rule2``                       the late gap to the mean of the seeds against size, within one family.
 
-The rules in force are :mod:`connlap_lite.report`'s (which answers these names too: ``report.e1_rule2``).
+The rules in force are :mod:`connlap_lite.report`'s; the replaced rules are read from this module only.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
@@ -90,6 +90,26 @@ RULE_CHANGES = [
      "why": "one seed's transports are one draw of the null, not its distribution: against seed variation that "
             "comparison's size was not known (the heads condition already counted the seeds as units)"},
 ]
+
+def in_force(claim: str) -> str:
+    """Who judges ``claim`` now, said as the start of a sentence: the rule in force, its number and date, and that
+    it was chosen after the results under the earlier rules had been read (from :data:`RULE_CHANGES`).
+
+    >>> in_force("E2")
+    'The rule in force (rule 4, registered on 2026-12-02 after the results under rules 1 to 3 had been read; *Rule changes* shows their verdicts)'
+    >>> in_force("E9")
+    Traceback (most recent call last):
+    ValueError: claim='E9' has no rule: use one of E1, E2, E3
+    """
+    changes = [c for c in RULE_CHANGES if c["claim"] == claim]
+    if not changes:
+        known = ", ".join(sorted({c["claim"] for c in RULE_CHANGES}))
+        raise ValueError(f"claim={claim!r} has no rule: use one of {known}")
+    last = max(changes, key=lambda c: c["to"])
+    earlier = {2: "rule 1", 3: "rules 1 and 2"}.get(last["to"], f"rules 1 to {last['to'] - 1}")
+    return (f"The rule in force (rule {last['to']}, registered on {last['date']} after the results under {earlier} "
+            f"had been read; *Rule changes* shows their verdicts)")
+
 
 # Measurements changed after results were seen. Each old measurement is still measured under an archived key
 # (connlap_lite.record.ARCHIVED); keys maps the current key to it, and the scorecard's Rule changes applies each

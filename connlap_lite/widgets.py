@@ -369,8 +369,7 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
     """
     import ipywidgets as widgets
 
-    from .adapters import describe
-    from .metrics import sink_columns
+    from .metrics import detect_sinks
     from .offline import OFFLINE
 
     if model not in OFFLINE:
@@ -408,8 +407,8 @@ def model_explorer(model: str = "minilm-l6", *, layer: int = 0, head: int | None
             if change is None or change["owner"] in (controls["model"], controls["passage"]):
                 fit(attention, controls["layer"].value if change else layer, controls["head"].value if change else head)
             l, h, q = controls["layer"].value, controls["head"].value, controls["query"].value
-            encoder = describe(_loaded(name)[0])["encoder"]         # the model's own facts, as the adapters read it
-            view = model_view(attention[l], _heads(name, l), head=h, query=q, sinks=sink_columns(len(tokens), encoder))
+            # the layer's sink columns read from its walks, as the chapters read them (metrics.detect_sinks)
+            view = model_view(attention[l], _heads(name, l), head=h, query=q, sinks=detect_sinks(attention[l]))
         except (ImportError, OSError, ValueError) as exc:
             readout.value = f"<b>cannot show {name}</b>: {html.escape(str(exc))}"
             picture.value = b""

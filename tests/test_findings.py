@@ -327,10 +327,13 @@ def test_e2_takes_and_exercises(e1_book):
                (("trained", 0.6, 0.1), ("Gaussian null", 0.2, 0.002), ("rotation null", 0.28, 0.01),
                 ("random init (seed 0)", 0.2, 0.002))}
     assert F2.hist_take(samples) == "The nulls form a narrow spike; the trained heads lie far to the right of it."
-    assert "cost" in F2.data_cost(reports) or "do not say" in F2.data_cost(reports)
+    # the synthetic reports do not time their data null: said so, not a cost of nothing
+    assert F2.data_cost(reports) == "These reports do not say what their data null cost."
     timed = [{**r, "data_null_seconds": 2.0, "seconds": 20.0, "data_null_seeds": [0, 1, 2]} for r in reports]
     assert "Building 3 seeds' transports and applying them cost 2.0 s per model" in F2.data_cost(timed)
-    assert "10%" in F2.data_cost(timed)
+    assert "10%" in F2.data_cost(timed) and "(2 of those 3 seeds were added on 2026-12-02" in F2.data_cost(timed)
+    one = [{**r, "data_null_seeds": [0]} for r in timed]
+    assert "Building 1 seed's transports" in F2.data_cost(one) and "added" not in F2.data_cost(one)
     ex2 = F2.exercise_two({"a": (0.1, 0.002, 0.01), "b": (0.4, 0.003, 0.05)})
     assert "within 0.003 of the simulation" in ex2 and "(a, $\\lambda = 0.10$)" in ex2
     frac = np.zeros((2, 4))
@@ -472,13 +475,13 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
     assert "rank exactly $G d_h = 192$" in says["beyond_edge_says"]
     assert "two signs" not in says["beyond_gap_says"] and "in every model removing the sink" in says["beyond_gap_says"]
     assert "within a factor 1.11 of $u_n$ in every layer of every model" in says["beyond_sink_says"]
-    # a null layer with no detected sink column has sink mass 0: said as such, never a factor of 1/0
+    # a model whose trained walks have no sink column: its nulls' sink mass is 0, said as such, never a factor of 1/0
     first = next(iter(reports))
     sink_stats[first] = {**sink_stats[first], "null_min": 0.0}
     sinkless = FB.paragraphs(reports, copy_stats=copy_stats, copy_rows=copy_rows, sink_stats=sink_stats,
                              sink_rows=sink_rows, gaps=gaps, gap_stats=gap_stats, overlap_stats=overlap_stats,
                              n_one=0, edges=edges, headline=headline, bound_gap=bound_gap)["beyond_sink_says"]
-    assert f"In some layers of {first} the nulls have no sink column at all" in sinkless and "inf" not in sinkless
+    assert f"On {first} the trained walks have no sink column" in sinkless and "inf" not in sinkless
     # the captions' first sentences, computed
     assert says["beyond_sink_take"].startswith("On each model's sink columns the trained sink rises above five times")
     assert "stay within a factor 1.11 of it" in says["beyond_sink_take"]
@@ -679,3 +682,20 @@ def test_the_grid_and_the_e3_figures_name_claims_and_metrics_in_words(e1_book):
     gap = F3.gaps(reports)
     for take in (F3.main_take(reports, gap), F3.gaps_take(gap)):
         assert "`" not in take and not re.search(r"\b[a-z]+_[a-z_]+\b", take), take
+
+
+def test_e3_ladder_costs_count_the_data_seeds_transports_in_the_peak():
+    """Two copies of the weights, and the value and output maps of each data seed beyond the twin kept whole."""
+    import torch
+
+    from connlap_lite.findings import e3 as F3
+
+    gib = 2 ** 30
+    f = {"parameters": 8e9, "weight_bytes": 16 * gib, "attention_bytes": 2 ** 20, "heads": 32, "head_bytes": 2 ** 20,
+         "edge_bytes": 2 ** 20, "ov_bytes": gib}
+    cost, shapes = {"big": f, "small": {**f, "weight_bytes": gib, "ov_bytes": gib / 8}}, \
+        {"big": (None, torch.bfloat16), "small": (None, torch.bfloat16)}
+    text = F3.ladder_costs(cost, shapes, (32, 128), 5, "5.0", llama="big")
+    assert "of 2 more twins" in text and "34.0 GiB for Llama-3-8B, 2.2 GiB for `small`" in text
+    one = F3.ladder_costs(cost, shapes, (32, 128), 1, "5.0", llama="big")
+    assert "more twin" not in one and "two copies of the weights: 32.0 GiB for Llama-3-8B" in one

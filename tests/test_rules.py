@@ -298,7 +298,8 @@ def test_rule_changes_show_old_and_new_verdicts():
     # the synthetic records hold no archived measurement: said, not guessed
     assert [c["verdicts"] for c in changes if "keys" in c and c["keys"]] == [None, None]
     assert text.count("do not hold the archived measurement") == 2
-    assert H.e1_rule2 is H.e1_rule2 and H.RULE_CHANGES is H.RULE_CHANGES
+    # the replaced rules have one address, this module (the rules in force do not answer for them)
+    assert callable(H.e1_rule2) and not hasattr(R, "e1_rule2") and not hasattr(R, "RULE_CHANGES")
 
 
 def test_measurement_changes_show_the_verdicts_as_measured_before_and_now():

@@ -85,7 +85,8 @@ def copying(reports: dict, copy_stats: dict, copy_rows: dict) -> str:
 def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
     """The sink mass against the uniform walk's share, layer by layer (``beyond_sink_says``)."""
     models = list(reports)
-    # a null layer with no detected sink column has sink mass 0: no factor of u_n, said apart
+    # every null's sink mass is read on the trained model's sink columns (schema 2026-12-02.1): it is 0 only where
+    # the trained model has no sink column at all, no factor of u_n, said apart
     sinkless = [m for m in models if sink_stats[m]["null_min"] <= 0]
     spread = {m: max(s["null_max"], 1 / s["null_min"]) for m, s in sink_stats.items() if s["null_min"] > 0}
     widest = max(spread, key=spread.get) if spread else None
@@ -135,8 +136,9 @@ def sink(reports: dict, sink_stats: dict, sink_rows: dict) -> str:
              f"{'every model' if not sinkless else who([m for m in models if m not in sinkless], models)} "
              f"(the widest spread is {widest}'s)." if spread else "")
     if sinkless:
-        nulls += (f" In some layers of {names(sinkless)} the nulls have no sink column at all (none receives more "
-                  "than the stated multiple of the uniform share), so their sink mass there is 0; they never exceed "
+        nulls += (f" On {names(sinkless)} the trained walks have no sink column (no column receives more than the "
+                  "stated multiple of the uniform share in any layer), so the nulls' sink mass on its sink columns "
+                  "is 0; they never exceed "
                   f"{max(sink_stats[m]['null_max'] for m in sinkless):.2f} times $u_n$.")
     text = (nulls.strip() + " The trained sink peaks after the first layer in "
             f"{who(after, models)}, at {span([sink_stats[m]['peak'] for m in models], '{:.1f}')} times $u_n$. "

@@ -16,7 +16,7 @@ import numpy as np
 from .. import report as R
 from ..prose import names, span, who
 from ..record import depth_trend, late_value, layer_means, random_nulls
-from ..rules_history import e1_rule1, e1_table_rule2
+from ..rules_history import e1_rule1, e1_table_rule2, in_force
 from ..scorecard import verdict_box
 from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
 
@@ -171,7 +171,7 @@ def summary(reports: list[dict], rows: list[dict]) -> str:
     if short:
         text += (f" The rule gives no verdict on {names(short)} ("
                  + "; ".join(f"{m}: *{reg[m]['verdict']}*" for m in short) + ").")
-    return text + f" The rule registered before the measurements gives {verdicts}."
+    return text + f" {in_force('E1')} gives {verdicts}."
 
 
 def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
@@ -318,8 +318,11 @@ def diagnostics(reports: list[dict]) -> str:
     if off:
         text += (f" The exception{'s are' if len(off) > 1 else ' is'} "
                  + ", ".join(f"{m}, whose random-init walks are up to {null_far[m]:.2f} away" for m in off)
-                 + ": a design difference (an RMS norm on queries and keys keeps random scores from being small "
-                 "in Gemma-3) that must not be read as an effect of scale ({ref}`e3-scale`).")
+                 + ": a design difference"
+                 + (f" (an RMS norm on queries and keys, Gemma-3's design, keeps random scores from being small in "
+                    f"{names(qk)})" if (qk := [m for m in off if str(rep[m].get("family", "")).startswith("gemma3")])
+                    else "")
+                 + " that must not be read as an effect of scale ({ref}`e3-scale`).")
     return text
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..prose import layers_of, names, span, who
 from ..record import DATA_SEED_KEYS, layer_curve, layer_means, matrix, random_nulls
-from ..rules_history import e2_rule1, e2_table_rule2, e2_table_rule3
+from ..rules_history import e2_rule1, e2_table_rule2, e2_table_rule3, in_force
 from ..scorecard import verdict_box
 from ..stats import mean_interval, spearman
 
@@ -92,10 +92,14 @@ def data_cost(reports: list[dict]) -> str:
     if not timed:
         return "These reports do not say what their data null cost."
     seeds = sorted({len(r.get("data_null_seeds", [])) for r in timed})
-    return (f"Building {names([str(k) for k in seeds])} seeds' transports and applying them cost "
-            f"{span([r['data_null_seconds'] for r in timed], '{:.1f}')} s per model in this build's measurements, "
-            f"{span([100 * r['data_null_seconds'] / r['seconds'] for r in timed], '{:.0f}')}% of each model's "
-            "measurement (the two seeds added on 2026-12-02 are two thirds of it).")
+    k = seeds[-1]
+    added = (f" ({k - 1} of those {k} seeds were added on 2026-12-02, when the rule began to count the seeds as "
+             "units)" if len(seeds) == 1 and k > 1 else "")
+    whose = "seeds'" if k > 1 else "seed's"
+    return (f"Building {names([str(n) for n in seeds])} {whose} transports and applying them "
+            f"cost {span([r['data_null_seconds'] for r in timed], '{:.1f}')} s per model in this build's "
+            f"measurements, {span([100 * r['data_null_seconds'] / r['seconds'] for r in timed], '{:.0f}')}% of each "
+            f"model's measurement{added}.")
 
 
 def heads_take(reports: list[dict], mp_pred: dict) -> str:
@@ -125,8 +129,7 @@ def summary(reports: list[dict], rows: list[dict]) -> str:
             f"in {who(heads, models)}: their departure from it is {span(head_ratio)} times the nearest random "
             f"head's. On the token vectors the heads actually receive, the trained heads stretch them more evenly "
             f"than random heads applied to the same vectors in {who(data, models)}; their spread of stretches is "
-            f"{span(data_ratio)} times the random heads'. The rule registered before the measurements gives: "
-            f"{verdicts}.")
+            f"{span(data_ratio)} times the random heads'. {in_force('E2')} gives: {verdicts}.")
 
 
 def main_take(rows: list[dict]) -> str:

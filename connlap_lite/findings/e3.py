@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import report as R
 from ..prose import names, size, sizes
-from ..record import late_value
-from ..rules_history import e3_rule1, scale_slope
+from ..record import DATA_SEED_KEYS, late_value
+from ..rules_history import e3_rule1, in_force, scale_slope
 from ..scorecard import METRIC_TITLES, verdict_box
 
 METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect",
@@ -65,7 +65,7 @@ def summary(reports: list[dict], rows: dict) -> str:
             "within one family, and a slope needs three sizes of it: ")
     text += ("no family here gives three, so the claim cannot be tested on these models." if not ladders else
              f"{names(ladders)} give{'s' * (len(ladders) == 1)} three or more.")
-    return text + (" The rule registered before the measurements gives, over the structure-metric pairs: "
+    return text + (f" {in_force('E3')} gives, over the structure-metric pairs: "
                    + ", ".join(f"*{w}* {counts[w]}" for w in words) + ".")
 
 
@@ -196,6 +196,11 @@ def ladder_costs(cost: dict, shapes: dict, setting: tuple[int, int], seeds: int,
     big = cost[llama]
     others = max((m for m in shapes if m != llama), key=lambda m: cost[m]["weight_bytes"])
     widest = max(shapes, key=lambda m: cost[m]["edge_bytes"])
+    extra = max(min(seeds, len(DATA_SEED_KEYS)) - 1, 0)        # data seeds beyond the twin kept whole
+
+    def peak(f):
+        return 2 * f["weight_bytes"] + extra * f["ov_bytes"]
+
     rows = ["| model | parameters | weights as stored | with its random-init twin | one layer's attention, float32 |",
             "|---|---|---|---|---|"]
     for m, f in cost.items():
@@ -209,10 +214,12 @@ def ladder_costs(cost: dict, shapes: dict, setting: tuple[int, int], seeds: int,
         f"{big['weight_bytes'] / gib:.1f} GiB of weights.",
         f"* **The nulls.** With transformers 5 (this build has {version}) a model loads in its checkpoint's "
         "precision, and `analyze` builds each random-init twin in that precision while the trained model is still "
-        f"loaded, so the peak holds two copies of the weights: {2 * big['weight_bytes'] / gib:.1f} GiB for "
-        f"Llama-3-8B, {2 * cost[others]['weight_bytes'] / gib:.1f} GiB for `{others}`, the largest of the others. "
-        "The twins are initialised on the CPU before they move to the GPU, so the host needs about as much memory "
-        "as one copy of the weights.",
+        f"loaded, so the peak holds two copies of the weights"
+        + (f" and, for E2's data null, the value and output maps of {extra} more twin{'s' * (extra != 1)} (their "
+           "head transports are views of those weights)" if extra else "")
+        + f": {peak(big) / gib:.1f} GiB for Llama-3-8B, {peak(cost[others]) / gib:.1f} GiB for `{others}`, the "
+        "largest of the others. The twins are initialised on the CPU before they move to the GPU, so the host "
+        "needs about as much memory as one copy of the weights.",
         f"* **Per-head work** runs in float64 from the factors, never a $d \\times d$ matrix per head. For Llama-3-8B "
         f"its largest arrays are the heads' stacked factors and their Gram matrix, {big['head_bytes'] / mib:.0f} MiB "
         f"each, and the batch of the edges' cores measured at a layer, {big['edge_bytes'] / mib:.0f} MiB, which a "

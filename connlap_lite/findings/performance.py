@@ -160,12 +160,15 @@ def memory(extraction: dict) -> str:
 def transformer_lens(extraction: dict) -> str:
     """TransformerLens beside the floor, or why the page has no row for it (``perf_tl``)."""
     tl = extraction.get("transformer_lens", {})
+    growth = extraction.get("growth", {})
     said = ("TransformerLens {cite}`nanda2022transformerlens`"
             + (f" (version {tl.get('version')})" if tl.get("available") else "")
-            + " caches every hook point, attention scores and patterns included, so its memory grows with depth "
-            "like the floor's.")
+            + " caches every hook point, attention scores and patterns included, so its memory grows with depth")
     if tl.get("available"):
-        return said
+        layers = [r["n_layer"] for r in extraction.get("layers", [])]
+        return said + (f": by a factor {growth['tl']:.1f} from {min(layers)} to {max(layers)} layers, against "
+                       f"{growth['floor']:.1f} for the eager floor." if "tl" in growth and layers else ".")
+    said += "."
     return (said + " It was not installed for the run these numbers come from, so this page has no row for it; "
             "`benchmarks/extraction.py --tl-python` measures it where it is.")
 

@@ -10,7 +10,7 @@ import torch
 
 from .._backend import to_tensor
 from ..record import random_nulls
-from ..stats import expansion, mean_interval, seed_p
+from ..stats import mean_interval, seed_p
 from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
 from .sinks import INPUTS, middle_layers
 
@@ -46,11 +46,7 @@ def interval(diff, n_boot: int = 1000) -> tuple[float, float, float]:
     Chapter: *Known results, reproduced*.
     """
     values = to_tensor(diff, "diff", finite=False).double().reshape(-1)
-    m, lo, hi = mean_interval(values, n_boot=n_boot)       # undefined (NaN) if a difference is
-    if len(values) < 2 or not all(math.isfinite(v) for v in (m, lo, hi)):
-        return m, lo, hi
-    w = expansion(len(values))
-    return m, m + w * (lo - m), m + w * (hi - m)
+    return mean_interval(values, n_boot=n_boot, expand=len(values) >= 2)     # undefined (NaN) if a value is
 
 
 STATEMENTS = {   # key: (result, bibliography key, the published statement, a short label for the table)
