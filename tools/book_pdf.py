@@ -12,7 +12,9 @@ i, ii, ...) is printed last, once the pages are known, and put first.
 
 What is printed of the code: a cell tagged ``hide-input`` (collapsed on the page) prints its output only;
 every other code cell longer than ``FOLD_AFTER`` lines prints its first ``FOLD_KEEP`` lines and a note of how
-many more the notebook holds, unless it is tagged ``print-input``, which prints it whole.
+many more the notebook holds, unless it is tagged ``print-input``, which prints it whole. The dropdowns that
+fold secondary figures and tables on screen print open, so that every figure the list of figures names is on
+its page.
 
 Before printing, each page is laid out at the printed column's width and searched for a table, code block,
 equation or figure wider than that column (tools/chromium.py's OVERFLOW); a table is first shrunk to fit, down
@@ -50,12 +52,15 @@ PAGE_STYLE = """@page {{ size: A4; margin: {top}cm {side}cm {bottom}cm {side}cm;
 @page :first {{ @top-left {{ content: none; }} @top-right {{ content: none; }} }}
 html {{ counter-reset: page {before}; }}"""
 
-# Runs in the page: the print layout of tools/book_pdf.py. Inserts the page style (arguments[0]) and folds
+# Runs in the page: the print layout of tools/book_pdf.py. Inserts the page style (arguments[0]), opens every
+# dropdown (a folded figure or table would be lost on paper, though the list of figures names it), and folds
 # each code input longer than arguments[1] lines to its first arguments[2] lines (cut from the page itself:
 # Chromium prints a box whole whatever its max-height); returns how many inputs it folded.
 PREPARE = r"""
 const [style, after, keep] = arguments;
 document.head.insertAdjacentHTML("beforeend", "<style>" + style + "</style>");
+// paper cannot unfold: the dropdowns (secondary figures, tables, superseded rules) print open
+for (const d of document.querySelectorAll("details.sd-dropdown")) d.open = true;
 let folded = 0;
 for (const cell of document.querySelectorAll("div.cell")) {
   const pre = cell.querySelector(".cell_input pre");

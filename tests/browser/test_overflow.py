@@ -61,6 +61,15 @@ def test_the_pdf_shrinks_a_table_that_can_fit_and_fails_one_that_cannot(driver, 
     assert [f["kind"] for f in book_pdf.too_wide(driver)] == ["table"]
 
 
+
+def test_the_pdf_prints_the_dropdowns_open_and_leaves_a_folded_set_up_cell_folded(driver, tmp_path):
+    # a secondary figure folded in a dropdown on screen is on paper; the set-up cell's folded input stays folded
+    content = ("<details class='sd-dropdown'><summary>More</summary><figure><figcaption>Figure 1.2</figcaption>"
+               "</figure></details><details class='hide above-input'><summary>Show code</summary><pre>x</pre></details>")
+    open_page(driver, tmp_path, content, column=book_pdf.COLUMN_PX)
+    driver.execute_script(book_pdf.PREPARE, "", book_pdf.FOLD_AFTER, book_pdf.FOLD_KEEP)
+    assert driver.execute_script("return [...document.querySelectorAll('details')].map(d => d.open)") == [True, False]
+
 FIRST_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>body {{ margin: 0; }}</style></head>
 <body><article class="bd-article"><section><h1>A chapter</h1>
 <p><a href="#"><img alt="badge" src="data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"></a></p>
