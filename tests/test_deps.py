@@ -80,7 +80,8 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
         "the floors are read from pyproject's one declaration"
     floor = dict(r.split("==") for r in deps.floor())
     assert set(floor) == {"numpy", "scipy", "torch", "matplotlib", "tqdm", "transformers", "gguf", "accelerate"}
-    assert floor["transformers"] == "5.4.0", "4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head"
+    assert floor["transformers"] == "5.5.0", ("4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head; "
+                                             "5.4 cannot build OLMo configurations with today's huggingface_hub")
     assert floor["torch"] == "2.4", "transformers 5.4 disables an older torch"
     assert release(floor["numpy"]) >= (1, 26, 4), "numpy 1.24 does not install on Python 3.12"
     for name, colab in COLAB.items():
@@ -97,8 +98,8 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
     assert out == deps.floor()
 
 
-@pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.0.0", True), ("5.3.0", True),
-                                            ("5.4.0rc1", False), ("5.4.0", False), ("5.24.0", False)])
+@pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.0.0", True), ("5.3.0", True), ("5.4.0", True),
+                                            ("5.5.0rc1", False), ("5.5.0", False), ("5.24.0", False)])
 def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, found, refused):
     monkeypatch.setattr(connlap_lite._metadata, "version", lambda name: found)
     if not refused:
@@ -106,7 +107,7 @@ def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, fo
         return
     with pytest.raises(ImportError) as e:
         connlap_lite._check_transformers()
-    assert str(e.value) == (f"connlap_lite needs transformers>=5.4.0, found {found}: run `%pip install -U "
+    assert str(e.value) == (f"connlap_lite needs transformers>=5.5.0, found {found}: run `%pip install -U "
                             "transformers` (pip install -U transformers outside a notebook), then restart the runtime")
 
 
