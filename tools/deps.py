@@ -19,7 +19,7 @@ Examples
 True
 >>> [r for r in no_deps("models") if "==" not in r]      # the libraries come with their dependencies
 []
->>> "numpy==1.26.4" in floor() and "transformers==5.4.0" in floor()
+>>> "numpy==1.26.4" in floor() and "transformers==5.5.0" in floor()
 True
 """
 import re
