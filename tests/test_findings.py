@@ -699,3 +699,16 @@ def test_e3_ladder_costs_count_the_data_seeds_transports_in_the_peak():
     assert "of 2 more twins" in text and "34.0 GiB for Llama-3-8B, 2.2 GiB for `small`" in text
     one = F3.ladder_costs(cost, shapes, (32, 128), 1, "5.0", llama="big")
     assert "more twin" not in one and "two copies of the weights: 32.0 GiB for Llama-3-8B" in one
+
+
+def test_e1_structures_on_a_decoder_without_sink_mass(e1_book):
+    """A decoder with no sink column (Qwen-0.5B without a BOS token, as transformers 5.15 tokenizes it) has a sink
+    mass of 0 in every condition: the encoder-against-decoders paragraph is still written, never a division by 0."""
+    import copy
+
+    reports = copy.deepcopy(e1_book[0])
+    for condition in reports[2]["conditions"].values():
+        if "sink" in condition:
+            condition["sink"] = [[0.0] * len(row) for row in condition["sink"]]
+    said = F1.structures(reports)
+    assert "nan" not in said and "enc has" in said and "within" in said

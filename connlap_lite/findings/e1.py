@@ -596,7 +596,10 @@ def structures(reports: list[dict]) -> str:
     models, decoders = _models(reports), _decoders(reports)
     rep = dict(zip(models, reports))
     encoders = [m for m in models if m not in decoders]
-    gap = {m: max(abs(_late(rep[m], k, "shuffled") / _late(rep[m], k) - 1) for k in WALK_KEYS) for m in models}
+    # each walk-level curve on shuffled passages relative to real text, over the keys with a nonzero real-text value
+    # (a model with no sink column has a sink mass of 0, as Qwen-0.5B has without a BOS token)
+    gap = {m: max((abs(_late(rep[m], k, "shuffled") / _late(rep[m], k) - 1) for k in WALK_KEYS if _late(rep[m], k)),
+                  default=math.nan) for m in models}
     text = ""
     if decoders:
         peak = [float(layer_means(rep[m], "sink").max()) for m in decoders]
