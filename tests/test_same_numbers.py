@@ -2,6 +2,7 @@
 named, a share within its tolerance the same), in the chapters' own setting, and run by make floor and make colab."""
 import ast
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -71,7 +72,10 @@ def test_the_command_writes_its_record_and_exits_1_naming_each_difference(tmp_pa
     monkeypatch.setattr(S, "record", lambda nums, cache: {**fake(), "numbers": nums,
                                                           "versions": S.versions(), "cache": cache})
     out = tmp_path / "out" / "same.json"
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "mine"))
     assert S.main(["--json", str(out), "--compare", str(golden)]) == 1
+    # the caller's measurement cache again afterwards (a later model load wrote into the removed folder before)
+    assert os.environ["CONNLAP_CACHE"] == str(tmp_path / "mine")
     rec = json.loads(out.read_text())
     assert rec["compared_with"]["same"] is False and rec["compared_with"]["golden"] == "golden.json"
     assert "first_column_share: 0.61 here, 0.66" in "\n".join(rec["compared_with"]["differences"])
