@@ -142,6 +142,20 @@ def module_reads(tree: ast.Module, aliases: set[str]):
     yield from visit(tree, top)
 
 
+def reads(path: pathlib.Path, package: pathlib.Path, mods: dict):
+    """Every read in the file at ``path`` of a name through a module of ``package``, as ``(module, name, line,
+    shown, attribute)``: each ``from m import n`` (shown as written), then each ``alias.n`` where ``alias`` names
+    a module imported whole and still does where it is read (``attribute`` True)."""
+    aliases = {}
+    for module, name, bound, line in imports(path, package, mods):
+        if name is None:
+            aliases[bound] = module
+        else:
+            yield module, name, line, f"from {module} import {name}", False
+    for node in module_reads(ast.parse(source(path)), set(aliases)):
+        yield aliases[node.value.id], node.attr, node.lineno, f"{node.value.id}.{node.attr}", True
+
+
 # ------------------------------------------------------------------------------------------------ the four checks
 def import_cycles(package: pathlib.Path) -> list[list[str]]:
     """The import circles among ``package``'s modules (each as the path that closes it), top-level and
@@ -227,16 +241,10 @@ def misaddressed(package: pathlib.Path, callers: list[pathlib.Path]) -> list[str
                 return False
             return name in imported[module] and name not in own[module]
 
-        aliases = {}
-        for module, name, bound, line in imports(path, package, mods):
-            if name is None:
-                aliases[bound] = module
-            elif wrong(module, name):
-                out.append(f"{where}:{line}: from {module} import {name} (not defined there)")
-        for node in module_reads(ast.parse(source(path)), set(aliases)):
-            module = aliases[node.value.id]
-            if wrong(module, node.attr):
-                out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr} ({module} does not define it)")
+        for module, name, line, shown, attribute in reads(path, package, mods):
+            if wrong(module, name):
+                out.append(f"{where}:{line}: {shown} " + (f"({module} does not define it)" if attribute
+                                                          else "(not defined there)"))
     return out
 
 
@@ -257,16 +265,10 @@ def missing(package: pathlib.Path, callers: list[pathlib.Path]) -> list[str]:
     out = []
     for path in callers:
         where = path.relative_to(package.parent) if package in path.parents else path.name
-        aliases = {}
-        for module, name, bound, line in imports(path, package, mods):
-            if name is None:
-                aliases[bound] = module
-            elif absent(module, name):
-                out.append(f"{where}:{line}: from {module} import {name} (no such name)")
-        for node in module_reads(ast.parse(source(path)), set(aliases)):
-            if absent(aliases[node.value.id], node.attr):
-                out.append(f"{where}:{node.lineno}: {node.value.id}.{node.attr} (no such name in "
-                           f"{aliases[node.value.id]})")
+        for module, name, line, shown, attribute in reads(path, package, mods):
+            if absent(module, name):
+                out.append(f"{where}:{line}: {shown} " + (f"(no such name in {module})" if attribute
+                                                          else "(no such name)"))
     return out
 
 
