@@ -316,12 +316,12 @@ def diagnostics(reports: list[dict]) -> str:
              f"while the trained walks' smallest distance from it is "
              f"{span([layer_means(rep[m], 'uniform_dist').min() for m in models])}.")
     if off:
+        qk = [m for m in off if str(rep[m].get("family", "")).startswith("gemma3")]   # Gemma-3 normalises q and k
         text += (f" The exception{'s are' if len(off) > 1 else ' is'} "
                  + ", ".join(f"{m}, whose random-init walks are up to {null_far[m]:.2f} away" for m in off)
                  + ": a design difference"
                  + (f" (an RMS norm on queries and keys, Gemma-3's design, keeps random scores from being small in "
-                    f"{names(qk)})" if (qk := [m for m in off if str(rep[m].get("family", "")).startswith("gemma3")])
-                    else "")
+                    f"{names(qk)})" if qk else "")
                  + " that must not be read as an effect of scale ({ref}`e3-scale`).")
     return text
 
