@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .record import layer_curve, layer_means, random_nulls
+from .record import layer_curve, layer_means, random_nulls, third
 from .report import E1_METRIC, INNER_NULLS
 
 STYLE = {"trained": dict(color="C0", lw=2), "random": dict(color="C0", lw=2),
@@ -127,7 +127,7 @@ def against_null(reports: list[dict], metric: str, strongest: dict[str, str], *,
                                                  (*null_source(rep, metric, null), "strongest null", "C3", "--")):
                 x = _band(ax, rep, key, cond, n_boot, alpha=0.18, color=colour, lw=2 if ls == "-" else 1.5, ls=ls,
                           label=label)
-            k = max(1, -(-len(x) // 3))                     # the last third: what the level condition compares
+            k = third(len(x))                               # the last third: what the level condition compares
             ax.axvspan(len(x) - k - 0.5, len(x) - 0.5, color="0.92", zorder=0, lw=0)
             ax.set_title(f"{rep['model']} (null: {null})")
             ax.locator_params(axis="x", nbins=5)

@@ -305,6 +305,17 @@ def depth_trend(report, metric: str, condition: str = "trained") -> tuple[float,
     return spearman(range(len(means)), means)
 
 
+def third(n: int) -> int:
+    """How many of ``n`` layers (or steps) make the first or the last third: ``ceil(n / 3)``, at least one.
+
+    Every first-third and last-third comparison of the chapters and the rules counts its layers here.
+
+    >>> [third(n) for n in (1, 2, 3, 4, 6, 12, 16)]
+    [1, 1, 1, 2, 2, 4, 6]
+    """
+    return max(1, math.ceil(n / 3))
+
+
 def late(values, fraction: float = 1 / 3) -> list:
     """The per-layer lists of the last ``fraction`` of layers (at least one).
 

@@ -57,7 +57,7 @@ import math
 
 import numpy as np
 
-from .record import (PASSAGE_METRICS, late, late_value, DATA_SEED_KEYS, NULLS, Report, matrix, random_nulls,
+from .record import (PASSAGE_METRICS, late, late_value, third, DATA_SEED_KEYS, NULLS, Report, matrix, random_nulls,
                      registered_nulls, values_of)
 from .stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p
 from .verdicts import ALPHA, check_reports, data_status, decide, flag
@@ -112,7 +112,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
         raise ValueError(f"report on {report.get('model')!r} has no passage-level null of {metric!r} (shuffled, "
                          "cross-passage, positional): analyze with shuffle=True")
     S, B = trained.shape
-    k = max(1, math.ceil(S / 3))
+    k = third(S)
     idx = _draws(B, n_boot, seed)
     per_step = lambda a: a[:, idx].mean(-1)                                # noqa: E731  (steps, n_boot)
     t_s = per_step(trained)
@@ -124,7 +124,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
     growth_b = margin_late - margin_early
     p_depth = _p_win(-growth_b, B) if S >= 2 else float("nan")
     late_t = trained[-k:].mean(0)
-    late_n = {n: v[-max(1, math.ceil(len(v) / 3)):].mean(0) for n, v in nulls.items()}
+    late_n = {n: v[-third(len(v)):].mean(0) for n, v in nulls.items()}
     t_b = band(t_s, False)
     p_level_passage = _p_win(t_b - band(lowest, False), B)
     p_level_seeds = seed_p(float(late_t.mean()), [late_n[s].mean() for s in seeds])

@@ -27,12 +27,10 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._backend import check_int
-from .record import late_value, depth_trend, matrix, random_nulls
+from .record import late_value, depth_trend, matrix, random_nulls, third
 from .stats import _draws, _interval, _p_win, _rhos, draws_for, seed_p
 from .verdicts import ALPHA, check_reports, combine, data_status, decide
 
@@ -178,9 +176,9 @@ def e1_evidence_rule2(report: dict, metric: str = E1_METRIC, *, n_boot: int = 10
     null_rho = {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds}
     # (a) an intersection of two one-sided tests: rho < 0 and rho < every seed's rho; its p is the larger
     p_trend = max(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0)))
-    k = max(1, math.ceil(L / 3))
+    k = third(L)
     late_t = trained[-k:].mean(0)
-    late_n = {n: v[-max(1, math.ceil(len(v) / 3)):].mean(0) for n, v in nulls.items()}
+    late_n = {n: v[-third(len(v)):].mean(0) for n, v in nulls.items()}
     t_b = late_t[idx].mean(1)
     n_b = np.stack([v[idx].mean(1) for v in late_n.values()])               # (nulls, n_boot)
     strongest = min(late_n, key=lambda n: late_n[n].mean())

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import report as R
 from ..prose import names, span, who
-from ..record import depth_trend, late_value, layer_means, random_nulls
+from ..record import depth_trend, late_value, layer_means, random_nulls, third
 from ..rules_history import e1_rule1, e1_table_rule2, in_force
 from ..scorecard import verdict_box
 from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
@@ -419,7 +419,7 @@ def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:
 def _input_thirds(report: dict, cond: str = "trained") -> tuple[float, float]:
     """``input_dependence_nosink`` averaged over the first and over the last third of the layers."""
     y = layer_means(report, "input_dependence_nosink", cond)
-    k = max(1, math.ceil(len(y) / 3))
+    k = third(len(y))
     return float(y[:k].mean()), float(y[-k:].mean())
 
 
