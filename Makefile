@@ -96,10 +96,10 @@ GOLDEN := benchmarks/results/same_numbers.json
 
 # The declared floors, tested: a fresh venv on Python 3.11 (FLOOR_PYTHON=python3.12 for 3.12) with every floor of
 # pyproject's dependencies and of the models extra installed exactly (tools/deps.py floor: numpy 1.26.4, scipy
-# 1.11.4, torch 2.4, matplotlib 3.8.0, tqdm 4.60, transformers 5.5.0, gguf 0.17.1, accelerate 1.2.0), the built
+# 1.11.4, torch 2.6, matplotlib 3.8.0, tqdm 4.60, transformers 5.23.0, gguf 0.17.1, accelerate 1.2.0), the built
 # wheel with its other extras, then the theory chapters and the reading chapter, each copied out alone
 # (tools/alone.py), the unit tests, and the same numbers as the golden file, measured afresh (tools/same_numbers.py).
-# torch: 2.4.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
+# torch: 2.6.0 is PyPI's Linux wheel, a CUDA build (about 2.5 GB with its nvidia packages, once into pip's
 # cache), run on the CPU; this machine has no CPU build of it. The unit tests run from the checkout's source (the
 # wheel's) with the floor libraries; the chapters and tools/same_numbers.py import the installed wheel. Its
 # records, _build/floor/chapters.json and same_numbers.json, are copied to benchmarks/results as

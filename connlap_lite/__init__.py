@@ -46,8 +46,10 @@ from importlib import metadata as _metadata
 # the floor of transformers in pyproject.toml's `models` extra (tests/test_deps.py holds the two equal): 4.45 to
 # 4.57 misread GPT-2, BERT or Llama layers, 5.0 is the first with transformers.AttentionInterface, and 5.0 to 5.3
 # build a tied output layer untied on the meta device (connlap_lite.footprint's parameter counts), and 5.4 cannot
-# build the OLMo families' configurations with huggingface_hub 1.33 (a field typed int whose default is False)
-TRANSFORMERS_FLOOR = (5, 5, 0)
+# build the OLMo families' configurations with huggingface_hub 1.33 (a field typed int whose default is False), and
+# up to 5.22 the Gemma-3 GGUF tokenizer is read without its BOS token (5.18-5.22) or with other tokens (5.17 and
+# older), so that the book's Gemma-3 passages and numbers would differ from one transformers to the next
+TRANSFORMERS_FLOOR = (5, 23, 0)
 
 
 def _check_transformers() -> None:

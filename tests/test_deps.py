@@ -21,7 +21,8 @@ META = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = META["project"]["optional-dependencies"]
 MAKEFILE = (ROOT / "Makefile").read_text()
 # Colab's runtime (late 2026, as issue 23 records it), which the declared range must accept as it is
-COLAB = {"torch": "2.11.0", "numpy": "2.1.3", "transformers": "5.15.0"}
+# what Colab holds and its set-up cells keep (its transformers 5.15 they upgrade: the floor is 5.23)
+COLAB = {"torch": "2.11.0", "numpy": "2.1.3"}
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -80,9 +81,10 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
         "the floors are read from pyproject's one declaration"
     floor = dict(r.split("==") for r in deps.floor())
     assert set(floor) == {"numpy", "scipy", "torch", "matplotlib", "tqdm", "transformers", "gguf", "accelerate"}
-    assert floor["transformers"] == "5.5.0", ("4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head; "
-                                             "5.4 cannot build OLMo configurations with today's huggingface_hub")
-    assert floor["torch"] == "2.4", "transformers 5.4 disables an older torch"
+    assert floor["transformers"] == "5.23.0", ("4.45-4.57 misread GPT-2, BERT or Llama; 5.0-5.3 untie GPT-2's head; "
+                                              "5.4 cannot build OLMo configurations with today's huggingface_hub; "
+                                              "5.22 and older read Gemma-3's GGUF tokenizer without its BOS token")
+    assert floor["torch"] == "2.6", "transformers 5.23 disables an older torch"
     assert release(floor["numpy"]) >= (1, 26, 4), "numpy 1.24 does not install on Python 3.12"
     for name, colab in COLAB.items():
         assert release(floor[name]) <= release(colab), f"{name}>={floor[name]} would upgrade Colab's {colab}"
@@ -98,8 +100,8 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
     assert out == deps.floor()
 
 
-@pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.0.0", True), ("5.3.0", True), ("5.4.0", True),
-                                            ("5.5.0rc1", False), ("5.5.0", False), ("5.24.0", False)])
+@pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.5.0", True), ("5.15.1", True), ("5.22.2", True),
+                                            ("5.23.0rc1", False), ("5.23.0", False), ("5.24.0", False)])
 def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, found, refused):
     monkeypatch.setattr(connlap_lite._metadata, "version", lambda name: found)
     if not refused:
@@ -107,7 +109,7 @@ def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, fo
         return
     with pytest.raises(ImportError) as e:
         connlap_lite._check_transformers()
-    assert str(e.value) == (f"connlap_lite needs transformers>=5.5.0, found {found}: run `%pip install -U "
+    assert str(e.value) == (f"connlap_lite needs transformers>=5.23.0, found {found}: run `%pip install -U "
                             "transformers` (pip install -U transformers outside a notebook), then restart the runtime")
 
 

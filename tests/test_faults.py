@@ -473,15 +473,16 @@ def _in_namespace(setup: str, argv: list[str], env: dict, **kw) -> subprocess.Co
     return subprocess.run(["unshare", "-m", "sh", "-c", script], env=env, capture_output=True, text=True, **kw)
 
 
-def _fsize_limit(limit: int):
-    """For ``preexec_fn``: files above ``limit`` bytes cannot be written (RLIMIT_FSIZE, ``ulimit -f``); SIGXFSZ
-    ignored, so that a write past the limit fails with errno 27 (File too large) instead of killing the child."""
-    def apply():
-        import resource
-        import signal
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    return apply
+def _under_fsize_limit(limit: int, code: str, *args: str) -> list[str]:
+    """The command running ``python -c code args`` with files above ``limit`` bytes unwritable (RLIMIT_FSIZE,
+    ``ulimit -f``; SIGXFSZ ignored, so that a write past the limit fails with errno 27, File too large, instead of
+    killing the child). The limit is set once transformers' model code is imported: torch 2.6 writes a generated
+    module of its own (over 2 KB) into the temporary folder when transformers first imports torch.distributed,
+    which is not the writing these tests put under the limit."""
+    prefix = ("import resource, signal, transformers.modeling_utils\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n")
+    return [sys.executable, "-c", prefix + code, *args]
 
 
 def _child_env(cache: Path) -> dict:
@@ -531,9 +532,8 @@ def test_a_cache_on_a_full_or_read_only_disk_leaves_the_report(fault, tiny_folde
 
 def test_a_cache_over_the_file_size_limit_leaves_the_report(tiny_folder, tiny_report_args, expected, tmp_path):
     cache = tmp_path / "cache"
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(tiny_folder), json.dumps(tiny_report_args)],
-                          env=_child_env(cache), capture_output=True, text=True, timeout=600,
-                          preexec_fn=_fsize_limit(2048))
+    proc = subprocess.run(_under_fsize_limit(2048, CHILD, str(tiny_folder), json.dumps(tiny_report_args)),
+                          env=_child_env(cache), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     _check_survived(tiny_models.parse(proc.stdout), expected, str(cache), "File too large")
     left = [p.name for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
@@ -599,9 +599,9 @@ def test_the_cli_names_the_json_file_it_cannot_write(tiny_folder, texts_file, tm
     names the ``--json`` file (exit status 1), leaving no partial file behind."""
     out = tmp_path / "out" / "report.json"
     out.parent.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "connlap_lite", *_cli_args(tiny_folder, texts_file, out)],
-                          env=_child_env(tmp_path / "cache"), capture_output=True, text=True, timeout=600,
-                          preexec_fn=_fsize_limit(2048))
+    cli = "import runpy; runpy.run_module('connlap_lite', run_name='__main__', alter_sys=True)"   # python -m connlap_lite
+    proc = subprocess.run(_under_fsize_limit(2048, cli, *_cli_args(tiny_folder, texts_file, out)),
+                          env=_child_env(tmp_path / "cache"), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: --json {out}: the report could not be written (File too large)"), last
@@ -658,8 +658,8 @@ def test_an_offline_model_loads_from_its_source_when_the_cache_cannot_be_written
             "from connlap_lite import models; tiny_models.register(models, Path({folder!r})); "
             "warnings.simplefilter('always'); models.load_model('fake-tiny'); print('loaded')").format(
         tests=str(Path(__file__).parent), folder=str(tiny_folder))
-    proc = subprocess.run([sys.executable, "-c", code], env=_child_env(cache), capture_output=True, text=True,
-                          timeout=600, preexec_fn=_fsize_limit(4096))
+    proc = subprocess.run(_under_fsize_limit(4096, code), env=_child_env(cache), capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0 and "loaded" in proc.stdout, proc.stderr[-3000:]
     assert "File too large" in proc.stderr and "set CONNLAP_CACHE" in proc.stderr
     assert not [p for p in cache.rglob("*") if ".tmp-" in p.name]             # the half-written copy is gone

@@ -19,7 +19,7 @@ Examples
 True
 >>> [r for r in no_deps("models") if "==" not in r]      # the libraries come with their dependencies
 []
->>> "numpy==1.26.4" in floor() and "transformers==5.5.0" in floor()
+>>> "numpy==1.26.4" in floor() and "transformers==5.23.0" in floor()
 True
 """
 import re
@@ -51,7 +51,7 @@ def floor() -> list[str]:
     """Every floor (``name>=version``) of the runtime dependencies and the ``models`` extra, as ``name==version``.
 
     >>> [r for r in floor() if r.startswith("torch")]
-    ['torch==2.4']
+    ['torch==2.6']
     """
     reqs = runtime() + pyproject()["project"]["optional-dependencies"]["models"]
     bad = [r for r in reqs if not re.fullmatch(r"[\w.-]+>=[\w.]+", r)]
