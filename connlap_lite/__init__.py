@@ -40,36 +40,6 @@ module             idea
 
 Numpy in gives numpy out; torch in gives torch out.
 """
-import re as _re
-from importlib import metadata as _metadata
-
-# the floor of transformers in pyproject.toml's `models` extra (tests/test_deps.py holds the two equal): 4.45 to
-# 4.57 misread GPT-2, BERT or Llama layers, 5.0 is the first with transformers.AttentionInterface, and 5.0 to 5.3
-# build a tied output layer untied on the meta device (connlap_lite.footprint's parameter counts), and 5.4 cannot
-# build the OLMo families' configurations with huggingface_hub 1.33 (a field typed int whose default is False), and
-# up to 5.22 the Gemma-3 GGUF tokenizer is read without its BOS token (5.18-5.22) or with other tokens (5.17 and
-# older), so that the book's Gemma-3 passages and numbers would differ from one transformers to the next
-TRANSFORMERS_FLOOR = (5, 23, 0)
-
-
-def _check_transformers() -> None:
-    """Refuse, in one line with the fix, an installed transformers below :data:`TRANSFORMERS_FLOOR`.
-
-    (Checked from the installed version alone: transformers itself is imported only when a model is loaded.)
-    """
-    try:
-        found = _metadata.version("transformers")
-    except _metadata.PackageNotFoundError:
-        return                                      # (the theory needs no transformers; load_model says so)
-    release = _re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", found)
-    if release is None or tuple(int(p or 0) for p in release.groups()) < TRANSFORMERS_FLOOR:
-        need = ".".join(map(str, TRANSFORMERS_FLOOR))
-        raise ImportError(f"connlap_lite needs transformers>={need}, found {found}: run `%pip install -U "
-                          f"transformers` (pip install -U transformers outside a notebook), then restart the runtime")
-
-
-_check_transformers()
-
 from .attention import (AttentionWeights, attention_patterns, mha_walk, multi_head_attention,
                         sha_walk, walk_from_heads)
 from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,

@@ -169,7 +169,7 @@ def main(argv=None) -> int:
         return 130
     except Exception as exc:                                   # every failure: one line, never a traceback
         text = _flags(" ".join(str(exc).split())) or type(exc).__name__
-        print(f"error: {text}" if isinstance(exc, (OSError, ValueError, TypeError, ModuleNotFoundError))
+        print(f"error: {text}" if isinstance(exc, (OSError, ValueError, TypeError, ImportError))
               else f"error: {type(exc).__name__}: {text}", file=sys.stderr)
         return 1
 

@@ -34,7 +34,7 @@ import torch
 
 from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import FAMILIES
+from .adapters import FAMILIES, check_transformers
 from .adapters._linear import is_encoder
 from .nulls import fresh_model
 from .offline import CHUNKED, OFFLINE, PACKAGED, _packaged, assemble, cache_dir, sha256_of
@@ -407,6 +407,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
+    check_transformers()
     dtype = _dtype(dtype)
     if device_map is None:
         check_device(device)

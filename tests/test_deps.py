@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import connlap_lite
+from connlap_lite import adapters
 from connlap_lite.offline import OFFLINE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,8 +89,8 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
     assert release(floor["numpy"]) >= (1, 26, 4), "numpy 1.24 does not install on Python 3.12"
     for name, colab in COLAB.items():
         assert release(floor[name]) <= release(colab), f"{name}>={floor[name]} would upgrade Colab's {colab}"
-    assert ".".join(map(str, connlap_lite.TRANSFORMERS_FLOOR)) == floor["transformers"], \
-        "connlap_lite's import check and the models extra name the same floor"
+    assert ".".join(map(str, adapters.TRANSFORMERS_FLOOR)) == floor["transformers"], \
+        "connlap_lite's check and the models extra name the same floor"
     assert META["project"]["requires-python"] == ">=3.11"
     assert [c.rsplit(" ", 1)[1] for c in META["project"]["classifiers"] if "Python :: 3." in c] == \
         ["3.11", "3.12", "3.13"]
@@ -103,14 +104,39 @@ def test_the_floors_are_exact_pins_that_colab_already_meets():
 @pytest.mark.parametrize("found, refused", [("4.57.6", True), ("5.5.0", True), ("5.15.1", True), ("5.22.2", True),
                                             ("5.23.0rc1", False), ("5.23.0", False), ("5.24.0", False)])
 def test_an_old_transformers_is_refused_in_one_line_with_the_fix(monkeypatch, found, refused):
-    monkeypatch.setattr(connlap_lite._metadata, "version", lambda name: found)
+    monkeypatch.setattr(adapters.metadata, "version", lambda name: found)
     if not refused:
-        connlap_lite._check_transformers()
+        adapters.check_transformers.__wrapped__()
         return
     with pytest.raises(ImportError) as e:
-        connlap_lite._check_transformers()
+        adapters.check_transformers.__wrapped__()
     assert str(e.value) == (f"connlap_lite needs transformers>=5.23.0, found {found}: run `%pip install -U "
                             "transformers` (pip install -U transformers outside a notebook), then restart the runtime")
+
+
+OLD_TRANSFORMERS = r"""
+import importlib.metadata as m, sys
+own = m.version
+m.version = lambda name: "5.15.1" if name == "transformers" else own(name)     # Colab's, before the models extra
+import numpy as np
+import connlap_lite                                          # the theory imports and runs
+from connlap_lite.laplacian import stochasticity_defect
+print("theory", stochasticity_defect(np.full((3, 3), 1 / 3)) < 1e-12)
+for call in (lambda: connlap_lite.load_model("minilm-l6"), lambda: connlap_lite.adapters.adapter_for(None)):
+    try:
+        call()
+    except ImportError as exc:
+        print("refused", exc)
+"""
+
+
+def test_an_old_transformers_leaves_the_theory_and_is_refused_where_a_model_is_read():
+    """Colab's set-up cells of the theory chapters install the package without the models extra, so Colab's older
+    transformers stays: ``import connlap_lite`` and the theory work, and loading or reading a model is refused."""
+    out = subprocess.run([sys.executable, "-c", OLD_TRANSFORMERS], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT, check=True).stdout.splitlines()
+    refused = "refused connlap_lite needs transformers>=5.23.0, found 5.15.1: run `%pip install -U transformers`"
+    assert out[0] == "theory True" and len(out) == 3 and all(line.startswith(refused) for line in out[1:]), out
 
 
 def test_make_floor_and_make_colab_install_what_they_say():

@@ -14,12 +14,16 @@ Families (``model_type``): GPT-2; GPT-NeoX (Pythia); BERT, RoBERTa, XLM-RoBERTa,
 DistilBERT; Phi-3; the decoders with ``q/k/v/o_proj`` (Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE, Mixtral,
 OLMo, OLMo2, OLMoE, Granite, Cohere, StableLM, Starcoder2, SmolLM3, Helium, Phi, gpt-oss, Gemma 2, Gemma 3).
 :func:`describe` gives a model's shape in one dict; :func:`is_encoder` says from a config alone whether
-the model attends both ways (the one rule, which loading uses too).
+the model attends both ways (the one rule, which loading uses too). The layouts are transformers' from
+:data:`TRANSFORMERS_FLOOR` on: :func:`check_transformers` refuses an older one where a model is first read.
 
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+from importlib import metadata
 from types import ModuleType, SimpleNamespace
 from typing import Protocol
 
@@ -27,6 +31,37 @@ import torch
 
 from . import bert, distilbert, gpt2, gpt_neox, llama, phi3
 from ._linear import is_encoder
+
+
+# the floor of transformers in pyproject.toml's `models` extra (tests/test_deps.py holds the two equal): 4.45 to
+# 4.57 misread GPT-2, BERT or Llama layers, 5.0 is the first with transformers.AttentionInterface, 5.0 to 5.3
+# build a tied output layer untied on the meta device (connlap_lite.footprint's parameter counts), 5.4 cannot
+# build the OLMo families' configurations with huggingface_hub 1.33 (a field typed int whose default is False), and
+# up to 5.22 the Gemma-3 GGUF tokenizer is read without its BOS token (5.18-5.22) or with other tokens (5.17 and
+# older), so that the book's Gemma-3 passages and numbers would differ from one transformers to the next
+TRANSFORMERS_FLOOR = (5, 23, 0)
+
+
+@lru_cache(maxsize=1)
+def check_transformers() -> None:
+    """Refuse, in one line with the fix, an installed transformers below :data:`TRANSFORMERS_FLOOR`.
+
+    Checked where a model is first read (:func:`adapter_for`, :func:`connlap_lite.load_model`), from the
+    installed version alone, and not on ``import connlap_lite``: the theory needs no transformers, and a runtime
+    may hold an older one (Colab's) that only the ``models`` extra upgrades.
+
+    >>> check_transformers()                # (this environment's transformers is at the floor or later)
+    """
+    try:
+        found = metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        raise ImportError("connlap_lite reads models with transformers, which is not installed: run `%pip install "
+                          "connlap-lite[models]` (pip install outside a notebook)") from None
+    release = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", found)
+    if release is None or tuple(int(p or 0) for p in release.groups()) < TRANSFORMERS_FLOOR:
+        need = ".".join(map(str, TRANSFORMERS_FLOOR))
+        raise ImportError(f"connlap_lite needs transformers>={need}, found {found}: run `%pip install -U "
+                          f"transformers` (pip install -U transformers outside a notebook), then restart the runtime")
 
 
 class Adapter(Protocol):
@@ -99,6 +134,7 @@ def supported() -> str:
 def adapter_for(model) -> Adapter:
     """The adapter for ``model``'s family (its layout's module, or :func:`extend`'s), or a clear error for an
     unsupported family."""
+    check_transformers()
     kind = getattr(getattr(model, "config", None), "model_type", None)
     if kind not in FAMILIES:
         raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "
