@@ -28,13 +28,14 @@ import os
 import re
 import warnings
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 
 import torch
 
 from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import FAMILIES, check_transformers
+from .adapters import FAMILIES, at_floor, check_transformers
 from .adapters._linear import is_encoder
 from .nulls import fresh_model
 from .offline import CHUNKED, OFFLINE, PACKAGED, _packaged, assemble, cache_dir, sha256_of
@@ -91,11 +92,13 @@ def _offline(name: str) -> tuple[str, dict]:
 
 
 def _intact(target: Path) -> bool:
-    """Whether ``target`` is a complete converted copy: its marker parses and every file it lists matches."""
+    """Whether ``target`` is a complete converted copy: its marker parses, names a transformers at the floor or later
+    as its converter (an older one reads the Gemma-3 GGUF tokenizer otherwise: :data:`adapters.TRANSFORMERS_FLOOR`;
+    a copy from before the marker named it is converted again once) and every file it lists matches."""
     try:
         marker = json.loads((target / MARKER).read_text())
         files = marker["files"]
-        if not files or "model.safetensors" not in files:
+        if not files or "model.safetensors" not in files or not at_floor(marker["transformers"]):
             return False
         return all(sha256_of(target / f) == h for f, h in files.items())
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -145,7 +148,8 @@ def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
         tokenizer.save_pretrained(tmp)
         files = {f.name: sha256_of(f) for f in sorted(tmp.iterdir()) if f.is_file()}
         origin = {"file": source.name, "sha256": sha256_of(source), "package": OFFLINE[name]}
-        (tmp / MARKER).write_text(json.dumps({"source": origin, "files": files}, indent=1))
+        converter = metadata.version("transformers")
+        (tmp / MARKER).write_text(json.dumps({"source": origin, "files": files, "transformers": converter}, indent=1))
         remove(target)
         os.replace(tmp, target)
     finally:

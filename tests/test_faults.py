@@ -5,6 +5,7 @@ model folder converted like a GGUF model, fake chunk packages, small JSON report
 """
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -63,6 +64,7 @@ def test_conversion_writes_a_marker_with_every_files_hash(fake):
     model, tok = models.load_model("fake-tiny")
     marker = json.loads((target / models.MARKER).read_text())
     assert set(marker["files"]) >= {"model.safetensors", "config.json", "tokenizer_config.json"}
+    assert marker["transformers"] == importlib.metadata.version("transformers")
     for name, digest in marker["files"].items():
         assert hashlib.sha256((target / name).read_bytes()).hexdigest() == digest
     models.load_model("fake-tiny")
@@ -81,7 +83,8 @@ def test_flipped_byte_in_converted_weights_is_rebuilt(fake):
 
 
 @pytest.mark.parametrize("damage", ["truncated config", "missing tokenizer", "empty weights", "no marker",
-                                    "legacy marker", "garbage marker"])
+                                    "legacy marker", "garbage marker", "converted by an older transformers",
+                                    "converter not named"])
 def test_damaged_copy_is_rebuilt(fake, damage):
     target, calls = fake
     want = weights_sum(models.load_model("fake-tiny")[0])
@@ -95,6 +98,13 @@ def test_damaged_copy_is_rebuilt(fake, damage):
         (target / models.MARKER).unlink()
     elif damage == "legacy marker":
         (target / models.MARKER).write_text("/somewhere/model.gguf")
+    elif damage.startswith("convert"):              # its tokenizer may be read otherwise (Gemma-3's GGUF: no BOS)
+        marker = json.loads((target / models.MARKER).read_text())
+        if damage == "converter not named":
+            del marker["transformers"]
+        else:
+            marker["transformers"] = "5.15.1"
+        (target / models.MARKER).write_text(json.dumps(marker))
     else:
         (target / models.MARKER).write_text("{not json")
     assert weights_sum(models.load_model("fake-tiny")[0]) == want

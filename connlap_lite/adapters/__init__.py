@@ -42,6 +42,16 @@ from ._linear import is_encoder
 TRANSFORMERS_FLOOR = (5, 23, 0)
 
 
+def at_floor(version: str) -> bool:
+    """Whether a transformers version (its release numbers) is :data:`TRANSFORMERS_FLOOR` or later.
+
+    >>> at_floor("5.23.0"), at_floor("5.24.0.dev0"), at_floor("5.15.1"), at_floor("4.57.6"), at_floor("")
+    (True, True, False, False, False)
+    """
+    release = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", version)
+    return release is not None and tuple(int(p or 0) for p in release.groups()) >= TRANSFORMERS_FLOOR
+
+
 @lru_cache(maxsize=1)
 def check_transformers() -> None:
     """Refuse, in one line with the fix, an installed transformers below :data:`TRANSFORMERS_FLOOR`.
@@ -57,8 +67,7 @@ def check_transformers() -> None:
     except metadata.PackageNotFoundError:
         raise ImportError("connlap_lite reads models with transformers, which is not installed: run `%pip install "
                           "connlap-lite[models]` (pip install outside a notebook)") from None
-    release = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", found)
-    if release is None or tuple(int(p or 0) for p in release.groups()) < TRANSFORMERS_FLOOR:
+    if not at_floor(found):
         need = ".".join(map(str, TRANSFORMERS_FLOOR))
         raise ImportError(f"connlap_lite needs transformers>={need}, found {found}: run `%pip install -U "
                           f"transformers` (pip install -U transformers outside a notebook), then restart the runtime")
