@@ -34,6 +34,14 @@ def test_each_chapter_alone_passed_or_failed_with_its_error(tmp_path, monkeypatc
     assert all(r["setup"] == alone.PACKAGE and r["installed"] == [] and r["installs_bytes"] == 0 for r in rows)
 
 
+def test_a_failure_is_named_by_its_last_line_of_words(tmp_path, monkeypatch):
+    """An error whose text ends in a rule of dashes is named by the line above it, not by the rule."""
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    nb = notebook(tmp_path / "dashes.ipynb", "raise RuntimeError('the cause\\n' + '-' * 18 + '\\n')")
+    row = alone.run_alone(nb, timeout=120)
+    assert not row["passed"] and row["error"] == "RuntimeError: the cause", row["error"]
+
+
 def test_each_chapter_has_an_empty_measurement_cache_of_its_own_and_its_disk_is_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "the-callers-cache"))

@@ -129,7 +129,8 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
                 client.execute()
             error = None
         except CellExecutionError as e:
-            error = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[-1][:300]   # (no colours)
+            lines = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).splitlines()              # (no colours)
+            error = next((x.strip() for x in reversed(lines) if x.strip(" -")), type(e).__name__)[:300]
         except Exception as e:                        # (a dead kernel, a timeout)
             error = f"{type(e).__name__}: {e}"[:300]
         seconds = time.perf_counter() - start
