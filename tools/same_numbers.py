@@ -29,12 +29,13 @@ import argparse
 import datetime as dt
 import hashlib
 import json
-import os
 import platform
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from alone import environment  # (tools/alone.py: os.environ set while a block runs, then put back)
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "benchmarks" / "results" / "same_numbers.json"
@@ -196,17 +197,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.compare and not args.compare.is_file():
         ap.error(f"--compare {args.compare}: no such file (the golden file is {GOLDEN.relative_to(ROOT)})")
-    before = os.environ.get("CONNLAP_CACHE")
-    with tempfile.TemporaryDirectory(prefix="same-numbers-") as tmp:
-        os.environ["CONNLAP_CACHE"] = str(args.cache.resolve() if args.cache else tmp)
-        try:
-            rec = record(numbers(progress=lambda s: print(s, flush=True)),
-                         "fresh (empty at the start)" if args.cache is None else "given (--cache)")
-        finally:        # the caller's cache again: nothing after this may write into the removed folder
-            if before is None:
-                os.environ.pop("CONNLAP_CACHE", None)
-            else:
-                os.environ["CONNLAP_CACHE"] = before
+    # the caller's cache again afterwards, before the folder goes: nothing later may write into the removed folder
+    with tempfile.TemporaryDirectory(prefix="same-numbers-") as tmp, \
+            environment(CONNLAP_CACHE=str(args.cache.resolve() if args.cache else tmp)):
+        rec = record(numbers(progress=lambda s: print(s, flush=True)),
+                     "fresh (empty at the start)" if args.cache is None else "given (--cache)")
     if args.compare:
         diffs = check_against(rec, args.compare)
         golden = args.compare.resolve()
