@@ -53,8 +53,9 @@ def test_the_check_warns_on_a_caption_and_on_a_printed_dollar(tmp_path):
     doc = new_document("x", get_default_settings(Parser))
     figure = nodes.figure("", nodes.caption("", "", nodes.Text("dotted: "), nodes.literal("", "COLLAPSE"),
                                             nodes.Text(" times")))
-    doc += [figure, nodes.paragraph("", "", nodes.Text("costs $5 "), nodes.math("", "x^2")),
-            nodes.paragraph("", "", nodes.math("", "$"), nodes.literal("", "$HOME"))]
+    glued = nodes.inline("", "", nodes.Text("the uniform walk's share $u_n$"), classes=["glued"])
+    doc += [figure, nodes.paragraph("", "", glued, nodes.math("", "x^2")),
+            nodes.paragraph("", "", nodes.math("", "$"), nodes.literal("", "$HOME"), nodes.Text("costs $5"))]
     warnings = []
 
     class Log:
@@ -70,7 +71,7 @@ def test_the_check_warns_on_a_caption_and_on_a_printed_dollar(tmp_path):
     finally:
         logging.getLogger = getter
     assert len(warnings) == 2
-    assert warnings[0].startswith("printed text (unrendered dollar mathematics?) shows $")
+    assert warnings[0].startswith("a caption or glued text (unrendered dollar mathematics?) shows $")
     assert warnings[1].startswith("a caption shows COLLAPSE")
 
 

@@ -33,7 +33,11 @@ def numbered(realtype: str, number: tuple | None, title: str) -> str:
 
     >>> numbered("theorem", (3, 1), "The layer is one walk"), numbered("proof", None, "")
     ('Theorem 3.1 (The layer is one walk)', 'Proof')
+    >>> numbered("proposition", (1, 6), r"A frame change conjugates $W$, $\mathrm{W}_1$")
+    'Proposition 1.6 (A frame change conjugates W, W_1)'
     """
+    # the index prints plain text: a title's formulas by their letters ($W$ as W, \mathrm{W} as W)
+    title = re.sub(r"\\[a-zA-Z]+\s*", "", title.replace("$", "")).replace("{", "").replace("}", "")
     name = realtype.capitalize() + (" " + ".".join(map(str, number)) if number else "")
     return f"{name} ({title})" if title else name
 
