@@ -22,6 +22,34 @@ from pathlib import Path
 
 SUMMARY = ["tv_norm", "spec", "cross", "rev", "sink", "head_defect", "head_defect_gain", "data_defect", "edge_defect"]
 
+# `connlap --help`: what the tool is for, in whole sentences
+DESCRIPTION = ("Read a transformer's attention as a connection walk and test the claims of the book Attention as a "
+               "Connection Walk on it. analyze measures a model's walks and transports layer by layer against "
+               "their nulls (the same model at random initialisation, shuffled passages) and states E1's and E2's "
+               "verdicts; verify checks that the walks reproduce the model's own attention outputs; scorecard "
+               "states the verdicts of E1, E2 and E3 over reports written by analyze --json.")
+EPILOG = ("examples:\n  connlap analyze smollm2-135m --json smollm2.json --figures smollm2-figures\n"
+          "  connlap verify ./my-model\n  connlap scorecard smollm2.json minilm.json\n"
+          "Run `connlap COMMAND --help` for a command's options.")
+
+# the legend printed under the analyze table: each column, condition and metric in words
+TABLE_LEGEND = {
+    "columns": "first, last: the metric's mean over passages at the first and the last layer (a step l to l+1 for "
+               "tv_norm, spec); rho: Spearman's correlation of the layer means with depth, p its p-value (nan: "
+               "fewer than three layers)",
+    "conditions": "trained: the model as given (random: with --random-init); random0: the same architecture at "
+                  "random initialisation, seed 0; shuffled: the trained model on passages with their tokens shuffled",
+    "tv_norm": "distance between consecutive layers' walks, over their distance from the uniform walk",
+    "spec": "distance between the spectra of consecutive layers' walks",
+    "cross": "distance between a layer's spectra on different passages",
+    "rev": "how far each layer's walk is from reversible",
+    "sink": "share of the attention paid to the sink columns",
+    "head_defect": "how far each head's transport is from a scaled isometry",
+    "head_defect_gain": "the same, with the heads' norm gains folded in",
+    "data_defect": "spread of each head's gains on the passages' own token vectors",
+    "edge_defect": "how far the heaviest edges' transports are from a scaled isometry",
+}
+
 
 # the Python parameters that the options set, as errors from inside the package name them
 FLAGS = {"n_passages": "--passages", "n_tokens": "--tokens", "random_init": "--random-init"}
@@ -56,9 +84,14 @@ def _prog() -> str:
 def _parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    ap = _Parser(prog=_prog(), description=__doc__.splitlines()[0])
-    ap.add_argument("--version", action="version", version=f"connlap-lite {__version__}")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    import textwrap
+
+    ap = _Parser(prog=_prog(), description=textwrap.fill(DESCRIPTION, 79), epilog=EPILOG,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"connlap-lite {__version__}",
+                    help="print the version of connlap-lite and exit")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser,
+                            help="one of the three commands below")
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
     from .offline import OFFLINE                # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
@@ -69,17 +102,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="the book's corpora: technical prose, Python source, narrative (default pydoc)")
     a.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
     a.add_argument("--tokens", type=int, default=128, help="tokens per passage (default 128)")
-    a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    a.add_argument("--seed", type=int, default=0,
+                   help="which passages are drawn from the texts (default 0)")
+    a.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:1, ... (default cpu)")
     a.add_argument("--json", type=Path, help="write the full report here")
-    a.add_argument("--figures", type=Path, help="write per-layer figures (PNG) into this folder")
+    a.add_argument("--figures", type=Path, help="write per-layer figures (PNG) into this folder, one per metric of "
+                                                "the table and one of E1's metric against all its nulls")
     a.add_argument("--no-cache", action="store_true", help="recompute, and overwrite the cached report")
     v = sub.add_parser("verify", help="check, layer by layer, that the walk reproduces the attention module's output")
     v.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     v.add_argument("--passages", type=int, default=4, help="number of passages (default 4)")
     v.add_argument("--tokens", type=int, default=64, help="tokens per passage (default 64)")
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
+    v.add_argument("--seed", type=int, default=0, help="which passages are drawn from the texts (default 0)")
+    v.add_argument("--device", default="cpu", help="where the model runs: cpu, cuda, cuda:1, ... (default cpu)")
     v.add_argument("--tol", type=float, help="largest relative error allowed (default 1e-4 in float32)")
     c = sub.add_parser("scorecard", help="the verdicts of E1-E3 over reports written by analyze --json")
     c.add_argument("reports", type=Path, nargs="+", help="JSON reports of trained models (analyze MODEL --json FILE)")
@@ -278,6 +313,29 @@ def _main(ap, argv=None) -> int:
         raise
 
 
+def _missing(report, claim: str, verdict: dict) -> str:
+    """Why a rule answered "insufficient data" on ``report``: what is missing, and the option that raises it.
+
+    >>> print(_missing({"passages": 4, "layers": 12, "conditions": {f"random{s}": {} for s in range(5)}}, "E1", {}))
+    4 passages, the rule needs at least 8: run again with --passages 8 or more
+    """
+    from .record import random_nulls
+    from .verdicts import MIN_PASSAGES, MIN_SEEDS
+
+    why = []
+    if report["passages"] < MIN_PASSAGES:
+        why.append(f"{report['passages']} passages, the rule needs at least {MIN_PASSAGES}: run again with "
+                   f"--passages {MIN_PASSAGES} or more")
+    seeds = min(len(random_nulls(report)), verdict.get("data_null_seeds", MIN_SEEDS))
+    if seeds < MIN_SEEDS:
+        why.append(f"{seeds} random-init seeds, the rule needs {MIN_SEEDS} (analyze measures five): run again with "
+                   "--no-cache to measure them afresh")
+    if claim == "E1" and report["layers"] < 3:
+        why.append(f"{report['layers']} layers, the rule compares the first and the last third of at least 3 "
+                   "(a property of the model: no option raises it)")
+    return "; ".join(why) or "too few passages, seeds or layers"
+
+
 def _analyze(args, ap) -> int:
     """``analyze MODEL``: the per-layer summary against the nulls, the known results, and the outputs."""
     if args.passages < 2:
@@ -318,25 +376,60 @@ def _analyze(args, ap) -> int:
             means = layer_means(report, metric, cond)
             rho, p = depth_trend(report, metric, cond)
             print(f"{metric:<18}{cond:<10}{means[0]:8.3f}{means[-1]:8.3f}{rho:7.2f}{p:7.3f}")   # undefined: nan
-    print("known results: " + ", ".join(f"{r['key']} {r['verdict']}" for r in report["known_results"]["verdicts"]))
+    import textwrap
+
+    wrap = lambda text: textwrap.fill(text, 100, initial_indent="  ", subsequent_indent="    ")   # noqa: E731
+    print("\n".join(["legend:", wrap("columns: " + TABLE_LEGEND["columns"]),
+                     wrap("conditions: " + TABLE_LEGEND["conditions"]),
+                     *(wrap(f"{m}: {TABLE_LEGEND[m]}") for m in SUMMARY)]))
+    from .known.statements import STATEMENTS
+
+    print("\nknown results (published statements, as the chapter Known results, reproduced, tests them):")
+    for r in report["known_results"]["verdicts"]:
+        result, _, _, label = STATEMENTS.get(r["key"], (r["key"], "", "", r["key"]))
+        print(f"  {r['verdict']:<18} {result}: {label}")
     verdicts = {}
     if not args.random_init and random_nulls(report):
         from .report import e1, e2                  # the rules of E1 and E2 on this model alone (a table of one)
         verdicts = {"E1": e1(report), "E2": e2(report)}
         x, y = verdicts["E1"], verdicts["E2"]
-        print(f"E1 ({x['metric']}): {x['verdict']} (late {x['late_trained']:.3f} vs strongest null {x['strongest_null']} "
+        print(f"\nE1 ({x['metric']}): {x['verdict']} (late {x['late_trained']:.3f} vs strongest null {x['strongest_null']} "
               f"{x['late_nulls'][x['strongest_null']]:.3f}); E2: {y['verdict']} (heads {y['head_defect']:.3f} vs "
               f"{y['head_nulls'][y['strongest_head_null']]:.3f}, data {y['data_defect']:.3f} vs "
               f"{y['data_nulls'][y['strongest_data_null']]:.3f})")
+        for claim, v in verdicts.items():
+            if v["verdict"] == "insufficient data":
+                print(f"{claim}: insufficient data: {_missing(report, claim, v)}")
     if args.json is not None:
         _write_report(args.json, {**report.to_dict(), **({"verdicts": verdicts} if verdicts else {})})
         print(f"wrote {args.json}")
     if args.figures is not None:
-        from .plots import layer_curves
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
+
+        from .plots import all_nulls, layer_curves
+        from .report import E1_METRIC
         args.figures.mkdir(parents=True, exist_ok=True)
+        # 880 x 440 px, the legend right of the panel (never over the curves)
         for metric in SUMMARY:
-            fig = layer_curves([report], metric)
+            fig, ax = plt.subplots(figsize=(8.0, 4.0))
+            layer_curves([report], metric, axes=ax)
+            ax.set_title(f"{report['model']}: {TABLE_LEGEND[metric]}", fontsize=10)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+            ax.set_xlabel("layer" if metric not in ("tv_norm", "spec") else "step l to l+1")
+            fig.tight_layout()
             fig.savefig(args.figures / f"{metric}.png", dpi=110)
+            plt.close(fig)
+        if random_nulls(report) and E1_METRIC in report["conditions"].get(main_condition, {}):
+            fig = all_nulls([report], E1_METRIC, ylabel=E1_METRIC)       # E1's metric against every null it has
+            fig.set_size_inches(8.0, 4.4)
+            fig.axes[0].set_title(f"{report['model']}: E1's metric, the distance between consecutive layers' walks "
+                                  "(sinks left out)", fontsize=10)
+            fig.axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+            fig.tight_layout(rect=(0, 0.12, 1, 1))
+            fig.savefig(args.figures / f"e1_{E1_METRIC}.png", dpi=110)
+            plt.close(fig)
         print(f"wrote figures to {args.figures}")
     return 0
 

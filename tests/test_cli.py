@@ -40,6 +40,65 @@ def test_two_layer_model_runs_and_prints_nan_for_an_undefined_trend(tiny_folder,
     rows = [line.split() for line in r.stdout.splitlines() if line.startswith("tv_norm ")]
     assert rows and all(row[-2:] == ["nan", "nan"] for row in rows)    # one step: rho and p undefined, not p = 0
     assert out.exists() and (tmp_path / "figs" / "tv_norm.png").exists()
+    # what a newcomer reads: the table's legend, the known results by name, why a verdict has too little data
+    text = r.stdout
+    legend = " ".join(text[text.index("legend:"):text.index("known results")].split())
+    assert all(f" {m}: " in legend for m in ("tv_norm", "spec", "cross", "rev", "sink", "head_defect",
+                                              "head_defect_gain", "data_defect", "edge_defect"))
+    assert "rho: Spearman's correlation" in legend and "random0: the same architecture at random" in legend
+    assert "Attention sinks: sink rate: natural >= random >= repeated" in text and "sink_order" not in text
+    assert "E1: insufficient data: 2 passages, the rule needs at least 8: run again with --passages 8 or more" in text
+    assert "2 layers, the rule compares the first and the last third of at least 3" in text
+
+
+def test_figures_are_wide_with_legends_off_the_data_and_show_e1s_metric(tiny_folder, tmp_path, monkeypatch):
+    """Every figure at least 800 px wide, its legend (measured in the drawn figure) outside its panels; one of
+    them E1's metric with its nulls."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    matplotlib.use("Agg")
+    from connlap_lite import __main__ as M
+
+    boxes = []
+    save = matplotlib.figure.Figure.savefig
+
+    def savefig(fig, path, **kw):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = [a.get_legend() for a in fig.axes if a.get_legend()] + list(fig.legends)
+        panels = [a.get_window_extent(renderer) for a in fig.axes if a.get_visible()]
+        boxes.append((Path(path).name, [lg.get_window_extent(renderer) for lg in legends], panels))
+        return save(fig, path, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", savefig)
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    assert M.main(["analyze", str(tiny_folder), "--passages", "2", "--tokens", "12", "--figures",
+                   str(tmp_path / "figs")]) == 0
+    plt.close("all")
+    assert len(boxes) == 10
+    for name, legends, panels in boxes:
+        assert legends, f"{name} has no legend"
+        for legend in legends:
+            assert not any(legend.overlaps(panel) for panel in panels), name
+    from PIL import Image
+
+    names = sorted(p.name for p in (tmp_path / "figs").glob("*.png"))
+    assert "e1_tv_norm_nosink.png" in names and "tv_norm.png" in names and len(names) == 10
+    for name in names:
+        assert Image.open(tmp_path / "figs" / name).size[0] >= 800, name
+
+
+def test_help_is_whole_and_names_every_option(capsys):
+    from connlap_lite.__main__ import DESCRIPTION, _parser
+
+    ap = _parser()
+    assert DESCRIPTION.endswith(".") and "(the console" not in DESCRIPTION
+    text = ap.format_help()
+    assert " ".join(DESCRIPTION.split()) in " ".join(text.split())
+    for parser in (ap, *ap.commands.values()):
+        for action in parser._actions:
+            assert action.help, f"{parser.prog} {action.option_strings or action.dest} has no help"
 
 
 @pytest.mark.parametrize("make, option, message", [

@@ -152,6 +152,78 @@ def test_solution_passes_its_checker(path, label, code, capsys):
 
 
 @pytest.mark.parametrize("path, label, code", GRADED, ids=IDS)
+def test_solution_passes_its_graded_check_on_fresh_draws(path, label, code, capsys):
+    """The graded check (nbgrader's hidden test) passes the book's solution on any draw: here three."""
+    namespace = {"__name__": "__graded__"}
+    answer, call = split_check(code)
+    exec(compile(answer, f"{path.name}:{label}", "exec"), namespace)
+    for draw in (1, 2, 2**31 + 7):
+        exec(call.replace(")", f", graded={draw})"), namespace)
+        line = capsys.readouterr().out.strip().splitlines()[-1]
+        assert re.fullmatch(rf"check_\w+: (\d+)/\1 cases passed \(graded: cases drawn now, draw {draw}\)", line), line
+
+
+def lookup(answers_file):
+    """The seven-line lookup of issue 33: a reader's function that answers from a shipped answers.npz."""
+    with np.load(answers_file) as f:
+        key = dict(f)
+
+    def cheat(*args):
+        found = [k for k, v in key.items() if k.endswith("/inputs") and str(v) == _key.fingerprint(args)]
+        return _key._get(key, found[0].replace("/inputs", "/expected")) if found else None
+    return cheat
+
+
+def test_a_lookup_of_the_shipped_answers_fails_every_graded_check(tmp_path, capsys):
+    """answers.npz answers the practice cases (the student's own check cell), but no graded check: those cases
+    are drawn at check time, and every checker draws at least one case that no shipped file holds."""
+    path = _key.record(E.CHECKERS, tmp_path / "answers.npz")
+    cheat = lookup(path)
+    E.check_holonomy(cheat)                                  # the practice check: the lookup passes it ...
+    assert "5/5 cases passed" in capsys.readouterr().out
+    for name, check in E.CHECKERS.items():
+        practice = {_key.fingerprint(c.args) for c in check.cases()}
+        for draw in (3, 4):
+            assert {_key.fingerprint(c.args) for c in check.cases(draw)} - practice, f"{name}: draw {draw} is practice"
+        with pytest.raises(ExerciseFailed, match=r"(returned None|failed on).*graded draw"):   # ... no graded one
+            check(cheat, graded=True)
+
+
+def test_graded_check_needs_the_teachers_references(monkeypatch):
+    """Without exercises._reference (the student edition) a graded check refuses, naming where to grade."""
+    monkeypatch.setitem(sys.modules, "connlap_lite.exercises._reference", None)        # import fails
+    monkeypatch.delattr(E, "_reference", raising=False)
+    with pytest.raises(RuntimeError, match=r"graded=True\) grades on cases drawn now.*nbgrader's autograde"):
+        E.check_holonomy(lambda T, cycle: np.eye(T.shape[-1]), graded=True)
+
+
+def test_a_wrong_answer_shows_none_of_the_runners_frames():
+    """The traceback of a failed check holds the reader's cell and their function, not the runner's frames:
+    the checker's own frame is marked for IPython (and pytest) to hide, and is the only one of the package."""
+    import traceback
+
+    def wrong(P, T, f):
+        return P[10]                                          # an IndexError in the reader's own code
+
+    with pytest.raises(ExerciseFailed) as raised:
+        E.check_apply_walk(wrong)
+    failure = raised.value
+    frames = traceback.extract_tb(failure.__traceback__)
+    own = traceback.extract_tb(failure.__cause__.__traceback__)
+    checker_frame = failure.__traceback__.tb_next.tb_frame
+    package = str(ROOT / "connlap_lite")
+    assert [f.name for f in frames if f.filename.startswith(package)] == ["check"]
+    assert checker_frame.f_locals.get("__tracebackhide__") is True
+    assert [f.name for f in own] == ["wrong"]                 # the reader's exception, from their function down
+    shown = "\n".join(failure._render_traceback_())          # what IPython, Jupyter and nbgrader show
+    assert "connlap_lite" not in shown and "IndexError" in shown and "return P[10]" in shown
+    assert shown.endswith("hint: the hints under the exercise go from a nudge to the idea to the formula")
+    with pytest.raises(ExerciseFailed) as raised:
+        E.check_holonomy(lambda T, cycle: np.eye(T.shape[-1]))
+    assert raised.value._render_traceback_()[0] == "ExerciseFailed: check_holonomy failed on case 1 of 5 (cycle [2], d=2)"
+
+
+@pytest.mark.parametrize("path, label, code", GRADED, ids=IDS)
 def test_student_stub_fails_with_a_clear_message(path, label, code):
     stub = stub_source(code)
     assert 'raise NotImplementedError("your code here")' in stub and stub.strip().splitlines()[-1].startswith("check_")
@@ -338,7 +410,7 @@ def test_failure_messages_for_crashes_none_and_non_callables():
 def test_checker_passes_on_numpy_and_torch_answers(capsys):
     import torch
 
-    assert E.check_head_transport(lambda W_V, W_O: torch.as_tensor(W_V @ W_O).T) is True
+    assert E.check_head_transport(lambda W_V, W_O: torch.as_tensor(W_V @ W_O).T) is None       # no cell output
     assert capsys.readouterr().out == "check_head_transport: 5/5 cases passed\n"
 
 
@@ -453,6 +525,7 @@ def test_student_package_ships_the_answers_not_the_key(student):
         "from connlap_lite import ConnectionWalk, EdgeTransport",
         "try:\n    check_apply_walk(lambda P, T, f: ConnectionWalk(P, EdgeTransport(T)).apply(f))\n"
         "except ExerciseFailed as e:\n    print('REFUSED', str(e).split(',')[0])",
+        "try:\n    check_apply_walk(f, graded=True)\nexcept RuntimeError as e:\n    print('GRADED', str(e)[:60])",
     ])
     env = {**os.environ, "PYTHONPATH": str(tree)}
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tree, timeout=300)
@@ -460,7 +533,8 @@ def test_student_package_ships_the_answers_not_the_key(student):
     assert run.stdout.splitlines() == [
         "check_apply_walk: 5/5 cases passed",
         "FAILED diagnosis: each transport transposed (the vector multiplied from the left)",
-        "REFUSED check_apply_walk: your function called connlap_lite's ConnectionWalk.apply"], run.stdout
+        "REFUSED check_apply_walk: your function called connlap_lite's ConnectionWalk.apply",
+        "GRADED check_apply_walk(..., graded=True) grades on cases drawn now"], run.stdout
 
 
 def test_student_branch_installs_the_answers_without_the_key(student, tmp_path):
@@ -522,6 +596,7 @@ def test_nbgrader_metadata_pairs_each_answer_with_its_points(student, path):
         assert (t["solution"], t["grade"], t["locked"]) == (False, True, True)
         assert t["grade_id"] == f"{a['grade_id']}-check" and t["points"] == stated[a["grade_id"]]
         assert re.fullmatch(r"check_\w+\(\w+\)", src(test))
+        assert "graded" not in src(test), "the student edition's check cell holds no hidden test"
     ids = [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"] if "nbgrader" in c["metadata"]]
     assert len(ids) == len(set(ids))
 
@@ -568,6 +643,34 @@ def test_nbgrader_source_releases_the_student_edition(student):
         book = next(p for p in NOTEBOOKS if p.name == source.name)
         stubs = [src(c) for c in student_copy(tree, book)["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
         assert released == stubs, source.name
+        # each test cell: the student's practice check, then the graded check as nbgrader's hidden test
+        tests = [src(c) for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+        checks = [src(c) for c in student_copy(tree, book)["cells"] if c["metadata"].get("nbgrader", {}).get("grade")]
+        assert [re.sub(r"\n### BEGIN HIDDEN TESTS\n.*?\n### END HIDDEN TESTS\Z", "", t, flags=re.S)
+                for t in tests] == checks, source.name
+        assert all(t.endswith(f"\n### BEGIN HIDDEN TESTS\n{SE.graded_call(c)}\n### END HIDDEN TESTS")
+                   for t, c in zip(tests, checks)), source.name
+
+
+def test_grading_runs_the_graded_check_which_a_lookup_fails(student, tmp_path):
+    """A submission that answers from the student edition's answers.npz passes the student's own check cells
+    and scores 0 when graded (the hidden test's cases are drawn at grading time)."""
+    tree, _, _ = student
+    book = ROOT / "book" / "theory" / "walks.ipynb"
+    nb = submission(student_copy(tree, book), book)
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("solution"):
+            name = re.search(r"^def (\w+)", src(cell), re.M)[1]
+            cell["source"] = src(cell) + (f"\nimport numpy as np\nfrom connlap_lite.exercises import _key\n"
+                              f"KEY = dict(np.load({str(tree / SE.KEY)!r}))\n"
+                              f"def {name}(*args):\n"
+                              f"    hit = [k for k, v in KEY.items() if k.endswith('/inputs') and str(v) == _key.fingerprint(args)]\n"
+                              f"    return _key._get(KEY, hit[0].replace('/inputs', '/expected')) if hit else None\n")
+    namespace = {}
+    for cell in nb["cells"]:                                 # the student's own run: every check cell passes
+        if cell["metadata"].get("nbgrader"):
+            exec(src(cell), namespace)
+    assert SE.grade_notebook(nb) == {"walks_graded1-check": (0.0, 2.0), "walks_graded2-check": (0.0, 2.0)}
 
 
 def test_student_notebook_drops_solution_code_of_ungraded_exercises():

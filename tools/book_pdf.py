@@ -37,6 +37,9 @@ sys.path.insert(0, str(HERE))
 import chromium  # noqa: E402
 from toc import title, toc_files  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent / "book" / "_ext"))
+from plain_captions import constants, technical  # noqa: E402  (the strict build's caption check)
+
 A4_CM = (21.0, 29.7)
 MARGIN_CM = {"top": 2.0, "bottom": 2.0, "side": 1.8}
 # the printed text column in CSS pixels (96 per inch), the width every page is checked at before printing
@@ -209,6 +212,37 @@ def parts() -> dict[str, str]:
     return {entry["file"]: part["caption"] for part in toc.get("parts", []) for entry in part.get("chapters", [])}
 
 
+def edition(root: Path = HERE.parent) -> dict[str, str]:
+    """The title page's facts, from CITATION.cff (the one source of the book's title, authors, version, release
+    date and address): ``title``, ``subtitle``, ``authors``, ``edition``, ``date``, ``url``.
+
+    >>> facts = edition()
+    >>> facts["edition"].startswith("Version ") and facts["url"].startswith("https://")
+    True
+    """
+    import datetime
+
+    import yaml
+
+    cff = yaml.safe_load((root / "CITATION.cff").read_text(encoding="utf-8"))
+    title_, _, subtitle = cff["title"].partition(": ")
+    names = [a.get("name") or " ".join(filter(None, (a.get("given-names"), a.get("family-names"))))
+             for a in cff.get("authors", [])]
+    released = cff.get("date-released")
+    date = (datetime.date.fromisoformat(str(released)) if released else datetime.date.today())
+    return {"title": title_, "subtitle": subtitle[:1].upper() + subtitle[1:], "authors": ", ".join(names), "edition": f"Version {cff['version']}",
+            "date": f"{date:%B} {date.day}, {date.year}", "url": cff.get("url", "")}
+
+
+def title_page(facts: dict[str, str]) -> str:
+    """The title page's HTML: title, subtitle, authors, edition, date and the book's address."""
+    e = {k: html.escape(v) for k, v in facts.items()}
+    return (f'<h1 class="book">{e["title"]}</h1><p class="sub">{e["subtitle"]}</p>'
+            f'<p class="authors">{e["authors"]}</p>'
+            f'<p class="edition">{e["edition"]} · {e["date"]}</p>'
+            f'<p class="address">{e["url"]}</p>')
+
+
 def front_matter(printed: list[dict]) -> str:
     """The title page, the contents and the list of figures as one HTML document, numbered i, ii, ..."""
     rows, figs, part = [], [], None
@@ -227,13 +261,14 @@ def front_matter(printed: list[dict]) -> str:
     style = page_style("", 0, ", lower-roman")
     return f"""<!DOCTYPE html><html><head><meta charset="utf-8"><style>{style}
 body {{ font: 11pt/1.45 sans-serif; color: #111; }}
-h1.book {{ font-size: 26pt; margin: 30% 0 0.5em; }} p.sub {{ font-size: 13pt; color: #444; }}
+h1.book {{ font-size: 26pt; margin: 30% 0 0.3em; }} p.sub {{ font-size: 13pt; color: #222; margin: 0 0 3em; }}
+p.authors {{ font-size: 14pt; margin: 0 0 0.4em; }} p.edition, p.address {{ font-size: 11pt; margin: 0.2em 0; }}
 h2 {{ break-before: page; font-size: 18pt; }}
 table {{ width: 100%; border-collapse: collapse; }} td {{ padding: 0.18em 0.3em; vertical-align: top; }}
 td.n {{ width: 3.5em; }} td.p {{ width: 3em; text-align: right; }}
 tr.part td {{ padding-top: 0.8em; font-weight: 600; }}
 </style></head><body>
-<h1 class="book">{html.escape(BOOK)}</h1><p class="sub">An executable tutorial book on transformer attention</p>
+{title_page(edition())}
 <h2>Contents</h2><table class="contents">{''.join(rows)}</table>
 <h2>List of figures</h2><table class="figures">{''.join(figs)}</table></body></html>"""
 
@@ -293,6 +328,17 @@ def check(out: Path, printed: list[dict]) -> list[str]:
         for w in ch["wide"]:
             problems.append(f"{ch['page']}: a {w['kind']} of {w['width']} px is wider than the printed "
                             f"{w['column']} px column, under '{w['under']}' ({w['text']!r})")
+    facts = edition()
+    first = words(texts[0]) if texts else ""
+    lacking = [k for k in ("title", "authors", "edition", "date", "url") if words(facts[k]) not in first]
+    if lacking:
+        problems.append(f"the title page lacks the book's {', '.join(lacking)} (CITATION.cff)")
+    for ch in chapters:
+        for fig in ch["figures"]:
+            shown = technical(re.split(r"(?<=[.!?])\s", fig["caption"], maxsplit=1)[0], constants())
+            if shown:
+                problems.append(f"the list of figures' entry of {fig['number']} shows {', '.join(shown)}: "
+                                f"{fig['caption'][:100]!r}")
     if "??" in text:
         at = text.index("??")
         problems.append(f"an unresolved reference (??) in the PDF: ...{text[max(0, at - 60):at + 20]!r}")

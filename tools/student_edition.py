@@ -11,13 +11,17 @@ badges open and its set-up cells install from:
   call, carrying nbgrader's cell metadata (an autograded answer and its locked test cell, with the points
   the exercise states), so that nbgrader (``generate_assignment``, ``autograde``) grades them;
 * the package without the teacher's key (``connlap_lite/exercises/_reference.py``) and with
-  ``answers.npz``, the expected results and named mistakes of every checker's cases, in its place;
+  ``answers.npz``, the expected results and named mistakes of every checker's practice cases, in its place.
+  The student's check cell checks the practice cases; the grade comes from the graded check
+  (``check_...(function, graded=True)``: cases drawn at grading time, answered by the teacher's references),
+  nbgrader's hidden test in the course folder (``--course``), which no file of the student edition can answer;
 * the project files that make it installable (pyproject.toml with the key as package data, the licence, the
   book's configuration). The book itself is never touched.
 
 ``--grade`` is a local stand-in for nbgrader's autograde that reads the same metadata: it runs a notebook's
-answer and test cells in order in one fresh namespace (the exercise cells are self-contained, which
-tests/test_exercises.py checks) and gives each test cell its points if it runs without an error.
+answer cells and, for each test cell, its graded check (as nbgrader runs the hidden test), in order in one fresh
+namespace (the exercise cells are self-contained, which tests/test_exercises.py checks), and gives each test
+cell its points if it runs without an error. It needs the book's package (the teacher's references).
 """
 from __future__ import annotations
 
@@ -42,6 +46,9 @@ _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?P<kind>start|end)\
                         re.M | re.S)
 _POINTS = re.compile(r"^\*Graded, (\d+) points? · level: (\w+) · about (\d+) minutes\*$", re.M)
 STUB = 'raise NotImplementedError("your code here")'
+# nbgrader's markers of a hidden test: generate_assignment removes the lines between them from the students'
+# release; autograde restores the test cell from the source and runs them
+HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 PROJECT_FILES = ("pyproject.toml", "LICENSE", "README.md", "_config.yml", "_toc.yml", "constraints.txt")
 TEACHER_ONLY = ("connlap_lite/exercises/_reference.py",)
 KEY = "connlap_lite/exercises/answers.npz"
@@ -107,6 +114,31 @@ def mark_solution(source: str) -> str:
         lines[node.end_lineno:node.end_lineno] = [f"{indent}### END SOLUTION\n"]
         lines[_body_start(lines, node):_body_start(lines, node)] = [f"{indent}### BEGIN SOLUTION\n"]
     return "".join(lines)
+
+
+def graded_call(call: str) -> str:
+    """The graded check of a checker call: cases drawn at check time, answered by the teacher's references.
+
+    >>> graded_call("check_f(f)")
+    'check_f(f, graded=True)'
+    """
+    m = re.fullmatch(r"(check_\w+)\((\w+)\)", call.strip())
+    if not m:
+        raise ValueError(f"a test cell holds one checker call, check_...(function); got {call!r}")
+    return f"{m[1]}({m[2]}, graded=True)"
+
+
+def course_check(call: str) -> str:
+    """A test cell of the teacher's course folder: the practice check, then the graded check as nbgrader's
+    hidden test (removed from the students' release, run by autograde).
+
+    >>> print(course_check("check_f(f)"))
+    check_f(f)
+    ### BEGIN HIDDEN TESTS
+    check_f(f, graded=True)
+    ### END HIDDEN TESTS
+    """
+    return f"{call}\n{HIDDEN[0]}\n{graded_call(call)}\n{HIDDEN[1]}"
 
 
 def split_check(source: str) -> tuple[str, str]:
@@ -204,7 +236,8 @@ def student_notebook(nb: dict, *, source: bool = False) -> dict:
                 meta = {**cell["metadata"], "tags": [t for t in tags if t != "hide-input"],
                         "nbgrader": _nbgrader(label)}
                 stub = {**_code((mark_solution if source else stub_source)(answer), meta), **({"id": cell["id"]} if "id" in cell else {})}
-                test = _code(call, {"tags": ["check"], "nbgrader": _nbgrader(f"{label}-check", points=points)})
+                test = _code(course_check(call) if source else call,
+                             {"tags": ["check"], "nbgrader": _nbgrader(f"{label}-check", points=points)})
                 if "id" in cell:
                     test["id"] = f"{cell['id']}-check"[:64]
                 cells += [stub, test]
@@ -310,19 +343,28 @@ def _write_key(root: Path, path: Path) -> None:
 def grade_notebook(nb: dict) -> dict[str, tuple[float, float]]:
     """Score one filled-in student notebook by its nbgrader metadata: ``{grade_id: (score, points)}``.
 
-    Answer cells (``solution``) and test cells (``grade``) run in order in one fresh namespace, the others
-    not; a test cell scores its points if it runs without an error, else 0. An answer cell that fails makes
-    the tests after it fail, as in nbgrader.
+    Answer cells (``solution``) and the graded checks of the test cells (``grade``: their call with
+    ``graded=True``, as nbgrader's hidden test) run in order in one fresh namespace, the others not; a test
+    cell scores its points if its graded check passes, else 0. An answer cell that fails makes the tests after
+    it fail, as in nbgrader. Needs the book's package, whose references answer the graded cases.
     """
+    from connlap_lite.exercises import _key
+
+    if not _key.has_reference():
+        raise RuntimeError("grading needs the book's edition of connlap_lite (its exercises._reference answers the "
+                           "graded cases); the student edition cannot grade")
     namespace, scores = {"__name__": "__main__"}, {}
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader")
         if cell["cell_type"] != "code" or not meta or not (meta.get("solution") or meta.get("grade")):
             continue
         ok = True
+        code = "".join(cell["source"])
         try:
+            if meta.get("grade"):
+                code = graded_call(code.strip().splitlines()[0])
             with contextlib.redirect_stdout(io.StringIO()):
-                exec(compile("".join(cell["source"]), meta["grade_id"], "exec"), namespace)
+                exec(compile(code, meta["grade_id"], "exec"), namespace)
         except BaseException as exc:                # noqa: BLE001  (a submission's error is its score, 0)
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -347,6 +389,8 @@ def main(argv=None) -> int:
                 scores = grade_notebook(json.loads(Path(path).read_text(encoding="utf-8")))
             except (OSError, ValueError) as exc:
                 ap.error(f"cannot read {path}: {exc}")
+            except RuntimeError as exc:
+                ap.error(str(exc))
             got, total = sum(s for s, _ in scores.values()), sum(p for _, p in scores.values())
             print(f"{path}: {got:g}/{total:g} points " + " ".join(f"{k}={s:g}" for k, (s, _) in scores.items()))
         return 0

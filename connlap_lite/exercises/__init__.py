@@ -5,14 +5,16 @@ call such as ``check_apply_walk(apply_walk)``. The checker calls the function on
 small float64 cases, each with a fixed seed and including edge cases (one token, causal masks,
 grouped-query heads, ties, boundary values), and compares the result with the
 answer key (:mod:`._key`). If every case agrees it prints one line, ``check_apply_walk: 5/5 cases
-passed``, and returns True. Otherwise it raises :class:`ExerciseFailed`, an ``AssertionError``, and the
+passed``, and returns None (a check cell has no output). Otherwise it raises :class:`ExerciseFailed`, an ``AssertionError``, and the
 message says which case failed (with its parameters), what was expected and what came back (the
 largest error and a small slice), names the common mistake the wrong result matches where it matches
 one, and points to the exercise's hints, which never appear in the message. A function that calls the
 package's own implementation of the answer is refused.
 
 The key's references and mistakes live in :mod:`._reference`, the teacher's module; the student edition
-(``make student``) ships without it and with the key's results in ``answers.npz``.
+(``make student``) ships without it and with the practice cases' results in ``answers.npz``. Grading is
+``check_apply_walk(apply_walk, graded=True)``: the same kinds of cases drawn afresh at check time, answered by
+the references only, so that no file the student edition ships can pass it (nbgrader's hidden tests run it).
 
 The checkers live in one module per part of the book (``theory``, ``real_models``, ``empirical``,
 ``interactive``) on one runner (``_runner``); all are importable from here. The *student edition*

@@ -6,6 +6,9 @@ Chapter: the ``## Exercises`` section of every chapter.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import torch
 
@@ -13,8 +16,38 @@ from ..attention import AttentionWeights
 from ..transports import HeadTransports
 
 
+# the draw of a graded check (None: the practice cases); each case maker's seed is mixed with it
+_DRAW: contextvars.ContextVar[int | None] = contextvars.ContextVar("draw", default=None)
+
+
 def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
+    """The generator of a case maker's seed: the practice cases', or, inside :func:`drawn`, that seed mixed with
+    the graded draw (cases of the same kinds and shapes, with other values).
+
+    >>> float(_rng(1).random()) == float(_rng(1).random())
+    True
+    >>> with drawn(7):
+    ...     graded = float(_rng(1).random())
+    >>> graded == float(_rng(1).random())
+    False
+    """
+    draw = _DRAW.get()
+    return np.random.default_rng(seed if draw is None else [seed, draw])
+
+
+def graded() -> bool:
+    """Whether the cases being made are a graded draw's (for case makers whose practice cases use no seed)."""
+    return _DRAW.get() is not None
+
+
+@contextlib.contextmanager
+def drawn(draw: int):
+    """Inside this block the case makers draw the graded cases of ``draw`` (a nonnegative int)."""
+    token = _DRAW.set(int(draw))
+    try:
+        yield
+    finally:
+        _DRAW.reset(token)
 
 
 def _stochastic(rng, n: int, causal: bool = False) -> np.ndarray:

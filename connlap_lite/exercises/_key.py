@@ -2,9 +2,10 @@
 
 In the book's own edition the key is computed on demand from :mod:`connlap_lite.exercises._reference`, the
 teacher's reference implementations and named mistakes. The student edition (``tools/student_edition.py``)
-ships without that module and with ``answers.npz`` beside this one instead: results only, for the cases the
-checkers make, with a fingerprint of each case's inputs so that a key made for other cases is refused rather
-than read as a wrong answer.
+ships without that module and with ``answers.npz`` beside this one instead: results only, for the practice
+cases the checkers make, with a fingerprint of each case's inputs so that a key made for other cases is
+refused rather than read as a wrong answer. A graded check (``graded=True``) draws its cases at check time and
+takes their answers from the references only: no file the student edition ships can answer it.
 
 Chapter: the ``## Exercises`` section of every chapter.
 """
@@ -48,11 +49,24 @@ def _attempt(fn, case):
             return None
 
 
-def computed(name: str, cases) -> tuple[list, dict[str, list]]:
+def has_reference() -> bool:
+    """Whether this edition ships the teacher's references (the book's does, the student edition does not)."""
+    import importlib.util
+
+    return importlib.util.find_spec(f"{__package__}._reference") is not None
+
+
+def computed(name: str, cases, *, graded: bool = False) -> tuple[list, dict[str, list]]:
     """The key from the reference implementations (the book's edition only)."""
     try:
         from . import _reference
     except ImportError:
+        if graded:
+            raise RuntimeError(f"{name}(..., graded=True) grades on cases drawn now, whose answers only the teacher's "
+                               "edition of connlap_lite computes (exercises._reference), which the student edition "
+                               "does not ship: grade with the book's package, e.g. nbgrader's autograde in the course "
+                               "folder (make student), or call the checker without graded=True to check your answer "
+                               "on the practice cases") from None
         raise RuntimeError(f"this edition of connlap_lite ships neither the teacher's key (exercises._reference) "
                            f"nor its answers ({ANSWERS.name}); reinstall it from the student branch") from None
     reference = _reference.REFERENCES[name]
@@ -117,11 +131,15 @@ def _from_file(name: str, cases, path: Path) -> tuple[list, dict[str, list]]:
     return expected, mistakes
 
 
-def answers(name: str, cases) -> tuple[list, dict[str, list]]:
+def answers(name: str, cases, *, graded: bool = False) -> tuple[list, dict[str, list]]:
     """The expected results of ``cases`` and, by mistake, what each common mistake gives (None: it fails).
 
-    Read from ``answers.npz`` where the student edition put one, else computed from the references.
+    The practice cases' are read from ``answers.npz`` where the student edition put one, else computed from the
+    references; a graded check's (cases drawn at check time, which no shipped file holds) only ever from the
+    references.
     """
+    if graded:
+        return computed(name, cases, graded=True)
     if ANSWERS.exists():
         return _from_file(name, cases, ANSWERS)
     return computed(name, cases)

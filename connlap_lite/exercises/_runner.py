@@ -13,6 +13,7 @@ import contextlib
 import copy
 import importlib
 import inspect
+import secrets
 import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -20,11 +21,27 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from . import _key
+from . import _cases, _key
 
 
 class ExerciseFailed(AssertionError):
-    """A checker's verdict on a wrong or unfinished answer. The message says what to fix."""
+    """A checker's verdict on a wrong or unfinished answer. The message says what to fix.
+
+    In Jupyter (and on Colab, and in nbgrader's feedback) a failure shows the message alone, or, when the
+    reader's function raised, that function's own traceback and then the message: never the runner's frames
+    (IPython's ``_render_traceback_``).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        import traceback
+
+        cause = self.__cause__
+        lines = []
+        if cause is not None and cause.__traceback__ is not None:
+            lines += traceback.format_exception(type(cause), cause, cause.__traceback__)
+            lines.append("\nwhile checking your function:\n")
+        lines.append(f"{type(self).__name__}: {self}")
+        return "".join(lines).splitlines()
 
 
 @dataclass(frozen=True)
@@ -147,20 +164,23 @@ HINTS = "the hints under the exercise go from a nudge to the idea to the formula
 
 
 def grade(name: str, fn: Callable, cases: Sequence[Case], *, forbid: Sequence[str] = (), rtol: float = 1e-7,
-          atol: float = 1e-9, names: Sequence[str] | None = None) -> bool:
-    """Run ``fn`` on every case and compare it with the answer key. Return True, or raise :class:`ExerciseFailed`.
+          atol: float = 1e-9, names: Sequence[str] | None = None, draw: int | None = None) -> None:
+    """Run ``fn`` on every case and compare it with the answer key. Print one line, or raise :class:`ExerciseFailed`.
 
     ``fn`` gets a fresh copy of the arguments. Results are compared with ``atol + rtol * |expected|`` (arrays,
     tensors and numbers), by equality (strings), or item by item (tuples, with ``names``). A wrong result that
     matches one of the key's common mistakes is named in the message; ``forbid`` names the package's own
-    implementations of the answer, which ``fn`` may not call.
+    implementations of the answer, which ``fn`` may not call. ``draw``: the cases are a graded check's, drawn
+    with that number (their answers come from the teacher's references only, never from a shipped file).
+    Returns None, so that a check cell has no output (nbgrader scores a cell by its error, not its value).
     """
     if not callable(fn):
         raise TypeError(f"{name} takes your function as its argument, got {type(fn).__name__}; "
                         f"call it as {name}(my_function)")
-    expected, mistakes = _key.answers(name, cases)
+    expected, mistakes = _key.answers(name, cases, graded=draw is not None)
+    drawn = "" if draw is None else f", graded draw {draw}"
     for k, case in enumerate(cases):
-        where = f"case {k + 1} of {len(cases)} ({case.label})"
+        where = f"case {k + 1} of {len(cases)} ({case.label}{drawn})"
         try:
             with _forbidden(forbid):
                 got = fn(*copy.deepcopy(case.args))
@@ -171,33 +191,52 @@ def grade(name: str, fn: Callable, cases: Sequence[Case], *, forbid: Sequence[st
             raise ExerciseFailed(f"{name}: your function called connlap_lite's {called}, which computes the "
                                  f"answer itself; write it with numpy (on {where})") from None
         except Exception as exc:
+            # the reader's own frames, from their function down, without this runner's
+            own = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
             raise ExerciseFailed(f"{name}: your function raised {type(exc).__name__}: {exc}\n"
-                                 f"  on {where}\nhint: {HINTS}") from exc
+                                 f"  on {where}\nhint: {HINTS}") from exc.with_traceback(own)
         problem = _compare(got, expected[k], rtol, atol, names)
         if problem:
             same = [m for m, results in mistakes.items()
                     if results[k] is not None and _compare(got, results[k], rtol, atol, names) is None]
             diagnosis = f"diagnosis: {'; or '.join(same)}\n" if same else ""
             raise ExerciseFailed(f"{name} failed on {where}\n{problem}\n{diagnosis}hint: {HINTS}")
-    print(f"{name}: {len(cases)}/{len(cases)} cases passed")
-    return True
+    graded = "" if draw is None else f" (graded: cases drawn now, draw {draw})"
+    print(f"{name}: {len(cases)}/{len(cases)} cases passed{graded}")
 
 
 def checker(*, forbid: Sequence[str] = (), rtol: float = 1e-7, atol: float = 1e-9,
             names: Sequence[str] | None = None):
     """Turn a function that makes a checker's cases into the checker, which takes the reader's function.
 
+    ``check(fn)`` checks ``fn`` on the practice cases (the case maker's fixed seeds; their answers ship with the
+    student edition). ``check(fn, graded=True)`` grades it on cases of the same kinds drawn at check time (a
+    random draw; an int repeats that draw), whose answers only the teacher's references compute: the hidden
+    test of nbgrader's course folder, which no lookup of a shipped file can pass. Either returns None. A failure
+    is raised from here, without the runner's frames (IPython also hides this one: ``__tracebackhide__``).
+
     The checker keeps the name and docstring of the decorated function, and the case maker as ``.cases``
-    (the student edition's answer key is written from it).
+    (the student edition's answer key is written from it; ``.cases(draw)`` makes a graded draw's cases).
     """
     def wrap(make_cases: Callable[[], list[Case]]):
         name = make_cases.__name__
 
-        def check(fn) -> bool:
-            return grade(name, fn, make_cases(), forbid=forbid, rtol=rtol, atol=atol, names=names)
+        def cases(draw: int | None = None) -> list[Case]:
+            if draw is None:
+                return make_cases()
+            with _cases.drawn(draw):
+                return make_cases()
+
+        def check(fn, *, graded: bool | int = False) -> None:
+            __tracebackhide__ = True                       # noqa: F841  (IPython and pytest hide this frame)
+            draw = None if graded is False else secrets.randbits(32) if graded is True else int(graded)
+            try:
+                grade(name, fn, cases(draw), forbid=forbid, rtol=rtol, atol=atol, names=names, draw=draw)
+            except (ExerciseFailed, TypeError, RuntimeError) as failure:
+                raise failure.with_traceback(None) from failure.__cause__
 
         check.__name__ = check.__qualname__ = name
         check.__doc__, check.__module__ = make_cases.__doc__, make_cases.__module__
-        check.cases = make_cases
+        check.cases = cases
         return check
     return wrap

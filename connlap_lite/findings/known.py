@@ -13,7 +13,7 @@ import torch
 
 from ..known.sinks import INPUTS, middle_layers
 from ..known.history import rule_changes
-from ..known.statements import STATEMENTS, interval, side, verdict_counts, verdict_table
+from ..known.statements import COLLAPSE, STATEMENTS, interval, side, verdict_counts, verdict_table
 from ..prose import names, span, who
 from ..record import random_nulls
 from ..verdicts import MIN_PASSAGES, MIN_SEEDS
@@ -147,13 +147,14 @@ def rank(reports: dict[str, dict]) -> tuple[str, str]:
     if apart:
         out.append(("No model's states follow the walks" if len(apart) == len(models) else
                     f"The states of {who(apart, models)} do not follow the walks")
-                   + ": the walks alone collapse, the states keep more than `COLLAPSE` times the embeddings' residual.")
+                   + ": the walks alone collapse, the states keep more than "
+                   f"{COLLAPSE:g} times the embeddings' residual.")
     if [m for m in keep if m not in apart]:
         out.append(f"In {names(m for m in keep if m not in apart)} the states keep their rank, but the walks alone "
                    "do not collapse either.")
     if [m for m in models if m not in keep]:
-        out.append(f"The states of {names(m for m in models if m not in keep)} do not stay above `COLLAPSE` times "
-                   "the embeddings' residual beyond the noise.")
+        out.append(f"The states of {names(m for m in models if m not in keep)} do not stay above {COLLAPSE:g} "
+                   "times the embeddings' residual beyond the noise.")
     return "\n".join(lines), " ".join(out)
 
 
