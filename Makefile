@@ -40,7 +40,8 @@ book: install $(FULLSTAMP)
 
 # (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
 unit: install
-	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py --ignore=tests/browser --ignore=tests/reader
+	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py tools/colab_edition.py \
+	  book/_ext/edition_builder.py --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition
 
 NBVAL := $(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0
 
@@ -122,7 +123,7 @@ floor: wheel
 	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb; \
 	  status=$$?; cp $(FLOOR)/chapters.json $(call FLOOR_RECORD,floor_chapters); exit $$status
 	$(FLOOR)/venv/bin/python -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py \
-	  --ignore=tests/browser --ignore=tests/reader
+	  --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition
 	$(FLOOR)/venv/bin/python tools/same_numbers.py --json $(FLOOR)/same_numbers.json --compare $(GOLDEN); \
 	  status=$$?; cp $(FLOOR)/same_numbers.json $(call FLOOR_RECORD,same_numbers_floor); exit $$status
 
@@ -162,7 +163,7 @@ colab: colab-edition
 	  status=$$?; cp $(COLAB)/same_numbers.json benchmarks/results/same_numbers_colab.json; exit $$status
 
 # The Colab edition in _build/colab, a tree to publish as the `colab` branch that every Colab badge opens: every
-# chapter in plain Jupyter Markdown, written by Sphinx's colab_edition builder (book/_ext/colab_edition.py) from
+# chapter in plain Jupyter Markdown, written by Sphinx's colab_edition builder (book/_ext/edition_builder.py) from
 # the strict build's resolved document tree, then checked and assembled by tools/colab_edition.py (no MyST left;
 # the HTML book's theorem, figure and exercise numbers; each glued value shown once, in its section).
 EDITION := _build/colab

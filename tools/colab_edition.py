@@ -2,7 +2,7 @@
 
     .venv/bin/python tools/colab_edition.py BUILT DEST --html SITE     # default DEST: _build/colab
 
-``BUILT`` is the folder that Sphinx's ``colab_edition`` builder wrote (book/_ext/colab_edition.py, run by the
+``BUILT`` is the folder that Sphinx's ``colab_edition`` builder wrote (book/_ext/edition_builder.py, run by the
 Makefile through jupyter-book's custom builder on the strict build: its notebooks, ``edition.json`` and
 ``edition_refs.json``). ``DEST`` becomes a tree to publish as the repository's ``colab`` branch, which every Colab
 badge of the book opens and whose set-up cells install from it: the edition's notebooks under ``book/``, the
@@ -37,8 +37,8 @@ MYST = re.compile(r"\{(glue|prf:|exercise|solution|cite|numref|ref|doc|term|eq|m
 def myst_left(text: str) -> list[str]:
     """The MyST constructs in ``text`` that a plain Markdown renderer would show raw.
 
-    >>> myst_left("see {numref}`fig-x`; (a-label)=\\n```{admonition} Note\\n:class: tip\\n```")
-    ['{numref}`', '```{admonition}', ':class: ']
+    >>> myst_left("see {numref}`fig-x`;\\n(a-label)=\\n```{admonition} Note\\n:class: tip\\n```")
+    ['{numref}`', '(a-label)=', '```{admonition}', ':class:']
     >>> myst_left("**Theorem 3.1 (walks).** $x \\\\in \\\\mathbb{R}$ [Figure 2.1](https://x#f)")
     []
     """
