@@ -169,11 +169,12 @@ def test_later_cells_keep_the_cpu_outside_colab(path):
 
 
 def colab_badge_url(path):
-    """The Colab address of a notebook, built from _config.yml's repository (its one source)."""
+    """The Colab address of a notebook, built from _config.yml's repository (its one source): its copy in the
+    Colab edition, the `colab` branch (make colab-edition), which is plain Jupyter Markdown."""
     repo = CONFIG["repository"]
     owner_name = repo["url"].rstrip("/").removeprefix("https://github.com/")
     rel = (Path(repo.get("path_to_book") or "") / path.relative_to(ROOT)).as_posix()
-    return f"https://colab.research.google.com/github/{owner_name}/blob/{repo.get('branch', 'main')}/{rel}"
+    return f"https://colab.research.google.com/github/{owner_name}/blob/colab/{rel}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -320,7 +321,7 @@ def test_repository_and_site_urls_have_one_source():
             elif ".github.io" in url:
                 assert url.rstrip("/").startswith(site), f"{where} differs from pyproject's Book URL {site}"
             else:
-                assert url.rstrip("/") == repo or url.startswith(repo + "/"), f"{where} differs from {repo}"
+                assert url.rstrip("/") == repo or url.startswith((repo + "/", repo + "@")), f"{where} differs from {repo}"
 
 
 def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():

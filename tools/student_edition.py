@@ -151,15 +151,19 @@ def _nbgrader(grade_id: str, *, points: int | None = None) -> dict:
 
 
 def student_links(src: str) -> str:
-    """A cell's Colab badge and set-up install pointed at the student branch instead of the book's own.
+    """A cell's Colab badge and set-up install pointed at the student branch instead of the book's own (or its
+    Colab edition's).
 
     >>> print(student_links(f"(https://colab.research.google.com/github/{colab_cells.REPO_URL[19:]}/blob/"
-    ...                     f"{colab_cells.BRANCH}/book/x.ipynb)").split("/blob/")[1])
+    ...                     f"{colab_cells.EDITION_BRANCH}/book/x.ipynb)").split("/blob/")[1])
     student/book/x.ipynb)
     """
     owner_repo = colab_cells.REPO_URL.removeprefix("https://github.com/")
     colab = f"https://colab.research.google.com/github/{owner_repo}/blob/"
-    src = src.replace(f"{colab}{colab_cells.BRANCH}/", f"{colab}{STUDENT_BRANCH}/")
+    for branch in (colab_cells.BRANCH, colab_cells.EDITION_BRANCH):
+        src = src.replace(f"{colab}{branch}/", f"{colab}{STUDENT_BRANCH}/")
+    src = src.replace(f"git+{colab_cells.REPO_URL}@{colab_cells.EDITION_BRANCH}",
+                      f"git+{colab_cells.REPO_URL}@{STUDENT_BRANCH}")
     return src.replace(f'"git+{colab_cells.REPO_URL}"', f'"git+{colab_cells.REPO_URL}@{STUDENT_BRANCH}"')
 
 
