@@ -355,6 +355,20 @@ def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_mai
         "the edition's badges open that branch"
 
 
+def test_the_colab_edition_is_published_as_the_colab_branch_on_pushes_to_main():
+    """Every Colab badge opens the `colab` branch: CI builds the edition with `make colab-edition` and force-pushes
+    _build/colab there, on pushes to main only."""
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    job = flow["jobs"]["colab"]
+    assert job["permissions"] == {"contents": "write"}
+    assert "github.event_name == 'push'" in job["if"] and "github.ref == 'refs/heads/main'" in job["if"]
+    assert "make colab-edition" in [s.get("run", "") for s in job["steps"]]
+    assert re.search(r"^colab-edition: ", (ROOT / "Makefile").read_text(), re.M)
+    publish = next(s for s in job["steps"] if "git push" in s.get("run", ""))
+    assert publish["working-directory"] == "_build/colab"
+    assert "git init -q -b colab" in publish["run"] and re.search(r"git push --force \S+ colab$", publish["run"].strip())
+
+
 # --- the repository is self-contained ------------------------------------------------------------------------
 def committed_text_files():
     """Every text file git tracks (what a clone holds), JSON results included."""

@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
+import tomllib
 from pathlib import Path
 
 from docutils import nodes
@@ -36,9 +38,12 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
-SITE = "https://connlap.github.io/connlap-book"
-REPO = "https://github.com/connlap/connlap-book"
-EDITION_BRANCH = "colab"
+ROOT = Path(__file__).resolve().parents[2]
+with open(ROOT / "pyproject.toml", "rb") as _f:
+    SITE = tomllib.load(_f)["project"]["urls"]["Book"].rstrip("/")    # the online book, where references link
+sys.path.insert(0, str(ROOT / "tools"))
+from colab_cells import EDITION_BRANCH  # noqa: E402  (tools/colab_cells.py: the repository and its branches)
+from colab_cells import REPO_URL as REPO  # noqa: E402
 SHOW = "edition-show"        # the tag of the cells that show a glued value
 SETUP_TAG = "edition-setup"
 HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}
