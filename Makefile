@@ -201,10 +201,11 @@ pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 	@echo "pdf: _build/book.pdf"
 
 # The student edition in _build/student, a tree to publish as the `student` branch (its Colab badges open it): every
-# notebook with its solutions emptied and nbgrader metadata, the package without the teacher's key; and nbgrader's
-# course folder, with the solutions, in _build/nbgrader (for the teacher only). book/ is untouched.
-student: install
-	$(PY) tools/student_edition.py . _build/student --course _build/nbgrader
+# notebook of the Colab edition (make colab-edition, so that it reads the same) with its solutions emptied and
+# nbgrader metadata, the package without the teacher's key; and nbgrader's course folder, with the solutions, in
+# _build/nbgrader (for the teacher only). book/ is untouched.
+student: colab-edition
+	$(PY) tools/student_edition.py . _build/student --course _build/nbgrader --edition $(EDITION)
 
 # The performance appendix's numbers: every benchmark (one thread), then every notebook timed
 # (long; writes benchmarks/results/*.json). `python benchmarks/run.py --table` only prints the table.

@@ -369,8 +369,9 @@ class Edition:
             sub = self.inline(first).replace("Exercise", "").strip()
         rest = node.children[1:] if isinstance(first, nodes.title) else node.children
         body = "\n\n".join(b for b in (self.block(c) for c in rest) if b)
-        kind = "Exercise" if number else "Exercise"
-        return f"### {kind} {number}{(' ' + sub) if sub else ''}".rstrip() + "\n\n" + body
+        label = (node.get("ids") or [""])[0]
+        anchor = f' <a id="{label}"></a>' if label else ""     # its label: the student edition's grade id
+        return f"### Exercise {number}{(' ' + sub) if sub else ''}".rstrip() + anchor + "\n\n" + body
 
     def plain_figure(self, node) -> str:
         number = self.number("figure", node)
