@@ -43,6 +43,7 @@ with open(ROOT / "pyproject.toml", "rb") as _f:
     SITE = tomllib.load(_f)["project"]["urls"]["Book"].rstrip("/")    # the online book, where references link
 sys.path.insert(0, str(ROOT / "tools"))
 from colab_cells import EDITION_BRANCH  # noqa: E402  (tools/colab_cells.py: the repository and its branches)
+from colab_cells import MODEL_USE, TRANSFORMERS_USE  # noqa: E402
 from colab_cells import REPO_URL as REPO  # noqa: E402
 SHOW = "edition-show"        # the tag of the cells that show a glued value
 SETUP_TAG = "edition-setup"
@@ -84,16 +85,36 @@ def _tagged_role(cls):
 
 
 # ------------------------------------------------------------------------------------------ the set-up cell
-def setup_cell(models: bool, transformers: bool) -> str:
-    """The edition's set-up cell: a Colab form of a few lines whose title says what it installs and how long
-    that takes (its code, folded, installs the package from the ``colab`` branch, or from
-    ``$CONNLAP_LITE_SOURCE``; :func:`connlap_lite.edition.setup` does the rest)."""
+COLAB_RECORD = ROOT / "benchmarks" / "results" / "colab_chapters.json"     # make colab's record of each chapter
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+def _duration(seconds: float) -> str:
+    return "under a minute" if seconds < 60 else f"about {round(seconds / 60)} minutes"
+
+
+def setup_cell(models: bool, transformers: bool, measured: dict | None = None) -> str:
+    """The edition's set-up cell: a Colab form of a few lines whose title says what it installs and how long a
+    first run of the chapter takes on Colab, both read from ``measured`` (make colab's record of the chapter:
+    ``installs_bytes``, ``seconds``); its code, folded, installs the package from the ``colab`` branch, or from
+    ``$CONNLAP_LITE_SOURCE``, and :func:`connlap_lite.edition.setup` does the rest.
+
+    >>> print(setup_cell(False, False, {"installs_bytes": 4014080, "seconds": 4.6}).splitlines()[0])
+    #@title Set-up: on Colab this installs connlap_lite (4 MB); a first run of the chapter takes under a minute there. { display-mode: "form" }
+    """
     extra = "[models]" if models or transformers else ""
-    what = ("connlap_lite and the four offline models (about 0.9 GB): about 3 minutes" if models else
-            "connlap_lite with transformers: about 1 minute" if transformers else
-            "connlap_lite: under a minute")
+    what = ("connlap_lite and the four offline models" if models else
+            "connlap_lite with transformers" if transformers else "connlap_lite")
+    if measured:
+        said = (f"{what} ({_size(measured['installs_bytes'])}); a first run of the chapter takes "
+                f"{_duration(measured['seconds'])} there")
+    else:
+        said = f"{what}; make colab has not timed this chapter yet"
     return "\n".join([
-        f"#@title Set-up: on Colab this installs {what}. {{ display-mode: \"form\" }}",
+        f"#@title Set-up: on Colab this installs {said}. {{ display-mode: \"form\" }}",
         "import os, sys",
         'if "google.colab" in sys.modules or "CONNLAP_LITE_SOURCE" in os.environ:',
         f'    %pip install -q "connlap-lite{extra} @ {{os.environ.get(\'CONNLAP_LITE_SOURCE\', '
@@ -135,7 +156,7 @@ class Edition:
             cell = copy.deepcopy(self.nb["cells"][self.code[self.next_code]])
             cell["outputs"], cell["execution_count"] = [], None
             if self.next_code == 0:
-                cell["source"] = self.b.setup_source(self.nb)
+                cell["source"] = self.b.setup_source(self.docname, self.nb)
                 cell["metadata"] = {**HIDDEN, "tags": [SETUP_TAG]}
             else:
                 meta = cell.setdefault("metadata", {})
@@ -601,11 +622,14 @@ class ColabEditionBuilder(Builder):
     def prepare_writing(self, docnames):
         pass
 
-    def setup_source(self, nb: dict) -> str:
+    def setup_source(self, docname: str, nb: dict) -> str:
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-        models = bool(re.search(r"\b(load_model|analyze|attention_walks)\(", code))
-        transformers = bool(re.search(r"\b(footprint|config_of)\(", code))
-        return setup_cell(models, transformers)
+        models = bool(MODEL_USE.search(code))
+        transformers = bool(TRANSFORMERS_USE.search(code))
+        record = json.loads(COLAB_RECORD.read_text(encoding="utf-8")) if COLAB_RECORD.exists() else {}
+        measured = next((c for c in record.get("chapters", []) if c["chapter"] == f"{docname}.ipynb"
+                         and c.get("passed")), None)
+        return setup_cell(models, transformers, measured)
 
     def write_doc(self, docname, doctree):
         source = Path(self.env.doc2path(docname))

@@ -4,6 +4,7 @@ chapters and explorers executed in a plain Jupyter kernel in which myst-nb canno
 glued figure and paragraph shown in its place once computed."""
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -39,8 +40,11 @@ def test_no_myst_left_in_markdown_or_captions(path):
 def test_set_up_is_a_short_colab_form(path):
     first = next(c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code")
     lines = "".join(first["source"]).splitlines()
-    assert lines[0].startswith("#@title Set-up: on Colab this installs ") and " minute" in lines[0], lines[0]
-    assert len(lines) <= 7 and first["metadata"].get("cellView") == "form", lines
+    assert re.match(r"#@title Set-up: on Colab this installs connlap_lite[^.]*\((\d+ MB|[\d.]+ GB)\); a first run "
+                    r"of the chapter takes (under a minute|about \d+ minutes) there\. \{ display-mode: \"form\" \}$",
+                    lines[0]), f"{path.name}: the set-up form's title must say what it installs and how long a run " \
+                               f"takes, from make colab's record: {lines[0]}"
+    assert len(lines) <= 6 and first["metadata"].get("cellView") == "form", lines
 
 
 def test_the_kernel_cannot_import_myst_nb(monkeypatch):
