@@ -10,7 +10,7 @@ export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install book test unit notebooks lane-unit lane-chapters html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
-	colab-edition edition-run
+	colab-edition edition edition-run
 
 install: $(STAMP)
 
@@ -169,6 +169,10 @@ colab: colab-edition
 EDITION := _build/colab
 STRICT := _build/strict
 colab-edition: html-strict
+	$(MAKE) --no-print-directory edition
+
+# (the edition alone, from a strict build already there)
+edition:
 	$(VENV)/bin/jupyter-book build . --path-output $(STRICT) --builder custom --custom-builder colab_edition >/dev/null
 	$(PY) tools/colab_edition.py $(STRICT)/_build/colab_edition $(EDITION) --html $(STRICT)/_build/html
 
@@ -184,7 +188,7 @@ edition-run:
 test: install chromium
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-unit lane-chapters
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
-	$(MAKE) --no-print-directory colab-edition
+	$(MAKE) --no-print-directory edition
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target browser-run edition-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
