@@ -76,3 +76,5 @@ def test_chapter_runs_in_plain_jupyter_and_shows_every_glued_value(path, monkeyp
         shown = json.dumps(cell["outputs"])
         assert cell["outputs"] and PLACEHOLDER not in shown, \
             f"{path.name}: a glued value was never shown in its place: {''.join(cell['source'])[:200]}"
+        markdown = "\n".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell["outputs"])
+        assert not colab_edition.myst_left(markdown), f"{path.name}: a computed paragraph shows MyST: {markdown}"
