@@ -21,6 +21,7 @@ if not (EDITION / "book").is_dir():
 NOTEBOOKS = sorted((EDITION / "book").rglob("*.ipynb"))
 RUN = sorted((EDITION / "book" / "theory").glob("*.ipynb")) + [EDITION / "book" / "interactive" / "explorers.ipynb"]
 PLACEHOLDER = "computed further down"
+EXECUTED = ROOT / "_build" / "edition-executed"
 
 
 def test_every_chapter_is_in_the_edition():
@@ -71,6 +72,9 @@ def test_chapter_runs_in_plain_jupyter_and_shows_every_glued_value(path, monkeyp
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(WITHOUT_MYST_NB), os.environ.get("PYTHONPATH", "")]))
     nb = json.loads(path.read_text(encoding="utf-8"))
     ran = _execute(nb, tmp_path)
+    kept = EXECUTED / path.relative_to(EDITION)             # to look at (nbconvert), as a student sees it run
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps(ran, indent=1, ensure_ascii=False), encoding="utf-8")
     shows = [c for c in ran["cells"] if colab_edition.SHOW in c["metadata"].get("tags", [])]
     for cell in shows:
         shown = json.dumps(cell["outputs"])
