@@ -161,6 +161,9 @@ class Edition:
             else:
                 meta = cell.setdefault("metadata", {})
                 meta.pop("mystnb", None)
+                if {"hide-input", "hide-cell"} & set(meta.get("tags", [])) and "solution" not in meta["tags"]:
+                    meta.update(copy.deepcopy(HIDDEN))        # folded as on the page: "#@title" alone, Show code
+                    cell["source"] = "#@title\n" + "".join(cell["source"])
                 tags = [t for t in meta.get("tags", []) if t not in ("hide-input", "hide-output", "remove-input",
                                                                      "remove-output", "remove-cell")]
                 if tags:
@@ -325,8 +328,9 @@ class Edition:
             return f"```{lang}\n{node.astext()}\n```"
         if isinstance(node, nodes.block_quote):
             return _quote("\n\n".join(self.block(c) for c in node.children))
-        if isinstance(node, nodes.raw):
-            return node.astext() if "html" in node.get("format", "") else ""
+        if isinstance(node, nodes.raw):            # the page's own HTML, but not its scripts (thebe's, myst-nb's)
+            html = node.astext() if "html" in node.get("format", "") else ""
+            return "" if "<script" in html else html
         if isinstance(node, nodes.table):
             return self.table(node)
         if isinstance(node, nodes.figure):
