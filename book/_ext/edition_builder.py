@@ -226,6 +226,8 @@ class Edition:
             return
         if isinstance(node, nodes.container) and node.get("nb_element") == "cell_code":
             self.code_cell(node["cell_index"])
+            for figure in node.findall(nodes.figure):      # a cell's output as a numbered figure: its caption under it
+                self.output_caption(figure)
             return
         if _is(node, "solution_node") and _has_cells(node):
             self.solution(node, level)
@@ -262,6 +264,18 @@ class Edition:
         self._keys = None
         template = f"**Figure {number}.** {text}".strip() + (f"\n\n{legend}" if legend else "")
         self.show_cell(template, key, [key] + keys)
+
+    def output_caption(self, node):
+        number = self.number("figure", node)
+        self.record["figures"][number] = {"id": (node.get("ids") or [""])[0], "glue": None, "section": self.section}
+        caption = next((c for c in node.children if isinstance(c, nodes.caption)), None)
+        self._keys = keys = []
+        text = f"**Figure {number}.** " + (self.inline(caption) if caption is not None else "")
+        self._keys = None
+        if keys:
+            self.show_cell(text, None, list(dict.fromkeys(keys)))
+        else:
+            self.md.append(text)
 
     def solution(self, node, level):
         """A solution with code: its text in closed, titled ``<details>``, its code cells folded under the
