@@ -173,6 +173,13 @@ def _parts(template: str, figure: str | None):
 
 
 def _markdown(value) -> str:
+    """A glued value as Markdown: its text, or a figure as an inline PNG (a figure inside a folded box)."""
+    if hasattr(value, "savefig"):
+        import base64
+        import io
+        buffer = io.BytesIO()
+        value.savefig(buffer, format="png", bbox_inches="tight")
+        return f'<img src="data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()}" style="max-width:100%">'
     data = getattr(value, "data", value)
     return data if isinstance(data, str) else str(data)
 

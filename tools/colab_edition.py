@@ -112,6 +112,8 @@ def problems(edition: Path, record: dict, source_root: Path, site: Path | None) 
             left = myst_left(shown_text(cell))
             if left:
                 found.append(f"{rel} cell {i}: MyST left for Colab to show raw: {left[:4]}")
+            if cell["cell_type"] == "markdown" and "\u27e6" in "".join(cell["source"]):
+                found.append(f"{rel} cell {i}: a glued value's place in a Markdown cell, which shows nothing there")
         shows = "\n".join("".join(c["source"]) for c in nb["cells"] if SHOW in c.get("metadata", {}).get("tags", []))
         source = json.loads((source_root / rel).read_text(encoding="utf-8"))
         rec = record.get(docname, {})

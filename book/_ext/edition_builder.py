@@ -63,8 +63,8 @@ def _tag(result, key):
         marker = nodes.comment("", "", glue_key=key)
         nodes_ = list(nodes_) + [marker]
         result = (nodes_, result[1]) if isinstance(result, tuple) else nodes_
-    for n in elements:
-        n["glue_key"] = key
+    for i, n in enumerate(elements):              # the first carries the key, the rest are the same paste
+        n["glue_key" if i == 0 else "glue_cont"] = key
     return result
 
 
@@ -254,16 +254,24 @@ class Edition:
 
     def figure(self, node):
         key = node["glue_key"]
+        self._keys = keys = []
+        template = self.caption_markdown(node)
+        self._keys = None
+        self.show_cell(template, key, [key] + keys)
+
+    def caption_markdown(self, node) -> str:
+        """A glued figure's "**Figure 9.2.** caption" (and legend), its number recorded."""
         number = self.number("figure", node)
-        self.record["figures"][number] = {"id": (node.get("ids") or [""])[0], "glue": key, "section": self.section}
+        self.record["figures"][number] = {"id": (node.get("ids") or [""])[0], "glue": node["glue_key"],
+                                          "section": self.section}
         caption = next((c for c in node.children if isinstance(c, nodes.caption)), None)
-        keys = []
-        self._keys = keys
         text = self.inline(caption) if caption is not None else ""
         legend = "\n\n".join(self.block(c) for c in node.children if isinstance(c, nodes.legend))
-        self._keys = None
-        template = f"**Figure {number}.** {text}".strip() + (f"\n\n{legend}" if legend else "")
-        self.show_cell(template, key, [key] + keys)
+        return f"**Figure {number}.** {text}".strip() + (f"\n\n{legend}" if legend else "")
+
+    def figure_markdown(self, node) -> str:
+        """A glued figure inside a box (a dropdown): its image in the Markdown, shown once drawn."""
+        return self.glue_place(node["glue_key"]) + "\n\n" + self.caption_markdown(node)
 
     def output_caption(self, node):
         number = self.number("figure", node)
@@ -284,16 +292,20 @@ class Edition:
         content = [c for c in node.children if not isinstance(c, nodes.title) and type(c).__name__ != "solution_title"]
         if len(content) == 1 and isinstance(content[0], nodes.section):
             content = content[0].children
-        text, first = [], True
+        text, keys, first = [], [], True
         for child in content + [None]:
             is_code = child is not None and (_has_cells(child) or (isinstance(child, nodes.container) and
                                                                    child.get("nb_element") == "cell_code"))
             if child is None or is_code:
                 body = "\n\n".join(b for b in text if b)
                 if body or first:
-                    self.md.append(_details(title if first else f"{title} (continued)", body or
-                                            "The code cell below works it out."))
-                text, first = [], False
+                    details = _details(title if first else f"{title} (continued)", body or
+                                       "The code cell below works it out.")
+                    if keys:
+                        self.show_cell(details, None, list(dict.fromkeys(keys)))
+                    else:
+                        self.md.append(details)
+                text, keys, first = [], [], False
                 if child is None:
                     break
                 start = len(self.cells)
@@ -303,7 +315,9 @@ class Edition:
                         cell["metadata"].update(copy.deepcopy(HIDDEN))
                         cell["source"] = f"#@title {title}: the code\n" + cell["source"]
             else:
-                text.append(self.block(child))
+                block, found = self.glued_block(child)
+                text.append(block)
+                keys += found
 
     def block(self, node) -> str:
         """Markdown for a block node that holds no code cell."""
@@ -312,8 +326,12 @@ class Edition:
             if isinstance(node, nodes.comment) and node.get("glue_key"):
                 return self.glue_place(node["glue_key"])
             return ""
+        if node.get("glue_cont"):
+            return ""
         if node.get("glue_key") and not isinstance(node, nodes.figure):
             return self.glue_place(node["glue_key"])
+        if isinstance(node, nodes.figure) and node.get("glue_key"):   # inside a box: the image in the Markdown
+            return self.figure_markdown(node)
         if isinstance(node, nodes.paragraph):
             return self.inline(node)
         if isinstance(node, nodes.section):
@@ -466,6 +484,8 @@ class Edition:
     def inline_node(self, node) -> str:
         if isinstance(node, nodes.Text):
             return _escape(str(node))
+        if isinstance(node, nodes.Element) and node.get("glue_cont"):
+            return ""
         if isinstance(node, nodes.Element) and node.get("glue_key"):
             return self.glue_place(node["glue_key"])
         if isinstance(node, (nodes.target, nodes.system_message, nodes.footnote_reference)):
