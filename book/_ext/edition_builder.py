@@ -79,7 +79,10 @@ def _tagged_directive(cls):
 def _tagged_role(cls):
     class Tagged(cls):
         def run(self):
-            return _tag(cls.run(self), self.text.rsplit(":", 1)[0].strip())
+            pasted, messages = cls.run(self)
+            if pasted:                         # a role pastes text and inline nodes: one span holds them all
+                pasted = [nodes.inline("", "", *pasted)]
+            return _tag((pasted, messages), self.text.rsplit(":", 1)[0].strip())
     Tagged.__name__ = cls.__name__
     return Tagged
 
@@ -488,8 +491,8 @@ class Edition:
             return ""
         if isinstance(node, nodes.Element) and node.get("glue_key"):
             return self.glue_place(node["glue_key"])
-        if isinstance(node, (nodes.target, nodes.system_message, nodes.footnote_reference)):
-            return ""
+        if isinstance(node, (nodes.target, nodes.system_message, nodes.footnote_reference, nodes.raw)):
+            return ""                               # (raw: a dropdown's chevron icon)
         if isinstance(node, nodes.comment):
             return self.glue_place(node["glue_key"]) if node.get("glue_key") else ""
         if isinstance(node, nodes.math):
