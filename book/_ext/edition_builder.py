@@ -71,7 +71,13 @@ def _tag(result, key):
 def _tagged_directive(cls):
     class Tagged(cls):
         def run(self):
-            return _tag(cls.run(self), self.arguments[0].strip())
+            pasted = cls.run(self)
+            blocks = [n for n in pasted if not isinstance(n, nodes.system_message)]
+            if len(blocks) > 1 or (blocks and not isinstance(blocks[0], nodes.figure)):
+                # a pasted paragraph of several blocks, one container holding them all (the page's transforms
+                # replace some blocks, a dropdown for one, and would lose a key set on each)
+                pasted = [nodes.container("", *blocks)] + [n for n in pasted if n not in blocks]
+            return _tag(pasted, self.arguments[0].strip())
     Tagged.__name__ = cls.__name__
     return Tagged
 
