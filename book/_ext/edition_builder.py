@@ -527,9 +527,6 @@ class Edition:
             return f"[{text}]({uri})" if uri else text
         if isinstance(node, nodes.image):
             return self.image(node)
-        if isinstance(node, nodes.Element) and "xref" in node.get("classes", []) and "std-term" in node.get(
-                "classes", []):
-            return self.inline(node)
         if isinstance(node, nodes.Element):
             return self.inline(node)
         return ""
