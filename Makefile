@@ -69,8 +69,10 @@ chromium:
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
 
-# Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
+# Every page of the strict build, and every notebook of the Colab edition as nbconvert renders it, in headless
+# Chromium (tests/browser); screenshots in _build/screenshots.
 browser: html-strict chromium
+	$(MAKE) --no-print-directory edition
 	$(MAKE) --no-print-directory browser-run
 
 # (the browser test alone, on a strict build already there)
