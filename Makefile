@@ -9,7 +9,8 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks lane-unit lane-chapters html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench
+.PHONY: install book test unit notebooks lane-unit lane-chapters html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
+	colab-edition edition edition-run
 
 install: $(STAMP)
 
@@ -39,7 +40,8 @@ book: install $(FULLSTAMP)
 
 # (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
 unit: install
-	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py --ignore=tests/browser --ignore=tests/reader
+	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py tools/colab_edition.py \
+	  book/_ext/edition_builder.py --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition
 
 NBVAL := $(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0
 
@@ -67,13 +69,15 @@ chromium:
 	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
 	fi
 
-# Every page of the strict build in headless Chromium (tests/browser); screenshots in _build/screenshots.
+# Every page of the strict build, and every notebook of the Colab edition as nbconvert renders it, in headless
+# Chromium (tests/browser); screenshots in _build/screenshots.
 browser: html-strict chromium
+	$(MAKE) --no-print-directory edition
 	$(MAKE) --no-print-directory browser-run
 
 # (the browser test alone, on a strict build already there)
 browser-run:
-	CONNLAP_SITE=_build/strict/_build/html $(PY) -m pytest -q tests/browser
+	CONNLAP_SITE=_build/strict/_build/html CONNLAP_EDITION=$(EDITION) $(PY) -m pytest -q tests/browser
 
 # The package as readers get it: sdist and wheel built from the tracked files, installed into a fresh
 # virtual environment outside the checkout, and two chapters copied out alone and run there (tests/reader).
@@ -121,32 +125,35 @@ floor: wheel
 	$(FLOOR)/venv/bin/python tools/alone.py --report $(FLOOR)/chapters.json book/theory/*.ipynb book/models/reading.ipynb; \
 	  status=$$?; cp $(FLOOR)/chapters.json $(call FLOOR_RECORD,floor_chapters); exit $$status
 	$(FLOOR)/venv/bin/python -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py \
-	  --ignore=tests/browser --ignore=tests/reader
+	  --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition
 	$(FLOOR)/venv/bin/python tools/same_numbers.py --json $(FLOOR)/same_numbers.json --compare $(GOLDEN); \
 	  status=$$?; cp $(FLOOR)/same_numbers.json $(call FLOOR_RECORD,same_numbers_floor); exit $$status
 
 # Colab's own runtime (run before every release; about an hour on two cores): a fresh venv with Colab's versions
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
-# transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17), then every chapter copied out alone and
-# executed (tools/alone.py), its own set-up cell installing the built wheel as on Colab ($$CONNLAP_LITE_SOURCE),
-# each with an empty measurement cache of its own as Colab has, so that its time is a first run's (the performance
+# transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17; no myst-nb, as on Colab), then every chapter
+# of the Colab edition (make colab-edition: what a Colab badge opens) copied out alone and executed
+# (tools/alone.py), its own set-up cell installing the edition's wheel as on Colab ($$CONNLAP_LITE_SOURCE), each
+# with an empty measurement cache of its own as Colab has, so that its time is a first run's (the performance
 # appendix's recorded results copied beside it: on Colab it fetches them from the repository). The record (each
 # chapter's seconds, its cache's disk and what its set-up cell installed, with the runtime's versions and the
-# commit) is _build/colab/chapters.json, copied to benchmarks/results/colab_chapters.json whether or not every
+# commit) is _build/colab-run/chapters.json, copied to benchmarks/results/colab_chapters.json whether or not every
 # chapter passed (tools/teaching_tables.py reads it for the teaching page's time table); the same numbers as the
 # golden file go to benchmarks/results/same_numbers_colab.json.
 COLAB_PYTHON ?= python3.13
 COLAB_RUNTIME := torch==2.11.* transformers==5.15.* numpy==2.1.3 ipywidgets==7.7.1 ipykernel==6.17.* \
 	scipy matplotlib tqdm accelerate nbclient nbformat
-COLAB := _build/colab
-colab: wheel
+COLAB := _build/colab-run
+colab: colab-edition
 	rm -rf $(COLAB) && $(call python_of,$(COLAB_PYTHON)) -m venv $(COLAB)/venv
+	$(PY) -m build -q --wheel --outdir $(COLAB)/wheel $(EDITION) >/dev/null
 	$(COLAB)/venv/bin/python -m pip install -q pip==24.1
 	$(COLAB)/venv/bin/python -m pip install -q $(COLAB_RUNTIME)
 	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
-	CONNLAP_LITE_SOURCE=$$(realpath $(WHEEL_DIR)/*.whl | sed 's|^|file://|') \
-	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results book/*/*.ipynb; \
+	CONNLAP_LITE_SOURCE=$$(realpath $(COLAB)/wheel/*.whl | sed 's|^|file://|') \
+	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results \
+	  $(EDITION)/book/*/*.ipynb; \
 	  status=$$?; cp $(COLAB)/chapters.json benchmarks/results/colab_chapters.json; exit $$status
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt
 	@# what Colab had is what it keeps: the set-up cells upgraded none of torch, numpy, ipywidgets
@@ -157,13 +164,34 @@ colab: wheel
 	$(COLAB)/venv/bin/python tools/same_numbers.py --json $(COLAB)/same_numbers.json --compare $(GOLDEN); \
 	  status=$$?; cp $(COLAB)/same_numbers.json benchmarks/results/same_numbers_colab.json; exit $$status
 
+# The Colab edition in _build/colab, a tree to publish as the `colab` branch that every Colab badge opens: every
+# chapter in plain Jupyter Markdown, written by Sphinx's colab_edition builder (book/_ext/edition_builder.py) from
+# the strict build's resolved document tree, then checked and assembled by tools/colab_edition.py (no MyST left;
+# the HTML book's theorem, figure and exercise numbers; each glued value shown once, in its section).
+EDITION := _build/colab
+STRICT := _build/strict
+colab-edition: html-strict
+	$(MAKE) --no-print-directory edition
+
+# (the edition alone, from a strict build already there)
+edition:
+	$(VENV)/bin/jupyter-book build . --path-output $(STRICT) --builder custom --custom-builder colab_edition >/dev/null
+	$(PY) tools/colab_edition.py $(STRICT)/_build/colab_edition $(EDITION) --html $(STRICT)/_build/html
+
+# The edition as readers get it, in make test: the theory chapters and the explorers executed in plain Jupyter with
+# myst-nb not importable (tests/edition), and each edition notebook's plain HTML (nbconvert) for the browser test.
+edition-run:
+	CONNLAP_EDITION=$(EDITION) $(PY) -m pytest -q tests/edition --durations=0
+
 # The stages in pairs that share the two cores (each pair's output printed whole, in order): the two lanes of unit
-# tests and notebooks under nbval, then the strict build beside the reader's install, then the browser on that build.
-# One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
+# tests and notebooks under nbval, then the strict build beside the reader's install, then the Colab edition from
+# that build, then the browser (the site and the edition's plain HTML) beside the edition's chapters run without
+# myst-nb. One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
 test: install chromium
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-unit lane-chapters
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict reader
-	$(MAKE) --no-print-directory browser-run
+	$(MAKE) --no-print-directory edition
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target browser-run edition-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
 # Debian's Chromium in reading order with numbered chapters and pages, running heads, a printed contents and list
@@ -179,10 +207,11 @@ pdf: install chromium $(if $(filter 1,$(PDF_FULL)),$(FULLSTAMP))
 	@echo "pdf: _build/book.pdf"
 
 # The student edition in _build/student, a tree to publish as the `student` branch (its Colab badges open it): every
-# notebook with its solutions emptied and nbgrader metadata, the package without the teacher's key; and nbgrader's
-# course folder, with the solutions, in _build/nbgrader (for the teacher only). book/ is untouched.
-student: install
-	$(PY) tools/student_edition.py . _build/student --course _build/nbgrader
+# notebook of the Colab edition (make colab-edition, so that it reads the same) with its solutions emptied and
+# nbgrader metadata, the package without the teacher's key; and nbgrader's course folder, with the solutions, in
+# _build/nbgrader (for the teacher only). book/ is untouched.
+student: colab-edition
+	$(PY) tools/student_edition.py . _build/student --course _build/nbgrader --edition $(EDITION)
 
 # The performance appendix's numbers: every benchmark (one thread), then every notebook timed
 # (long; writes benchmarks/results/*.json). `python benchmarks/run.py --table` only prints the table.

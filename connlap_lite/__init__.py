@@ -30,6 +30,8 @@ module             idea
 ``known``          five published results about attention, reproduced (the chapter of that name);
                    a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
 ``plots``          the chapters' figures at column width: curves against nulls, verdict grids
+``settings``       the book's settings in one place: the models its chapters measure, their samples
+``edition``        the Colab edition's side: its set-up, and each glued figure or paragraph shown in place
 ``findings``       the empirical chapters' computed paragraphs, one module per chapter
 ``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices

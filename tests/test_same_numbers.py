@@ -1,6 +1,5 @@
 """tools/same_numbers.py: the numbers every runtime must reproduce, compared with the golden file (each difference
 named, a share within its tolerance the same), in the chapters' own setting, and run by make floor and make colab."""
-import ast
 import json
 import os
 import re
@@ -100,11 +99,14 @@ def parameters(notebook: str) -> str:
 
 
 def test_the_setting_is_the_chapters_own():
+    from connlap_lite.settings import BOOK
+
     e1 = parameters("book/empirical/e1_stability.ipynb")
-    assert ast.literal_eval(re.search(r"^MODELS = (\[.*\])", e1, re.M).group(1)) == list(S.MODELS)
-    assert f"else ({S.N_PASSAGES}, {S.N_TOKENS})" in e1, "make test's setting of E1"
+    assert re.search(r"^MODELS = list\(BOOK\.models\)$", e1, re.M) and S.MODELS == BOOK.models
+    assert re.search(r"^N_PASSAGES, N_TOKENS = BOOK\.sample\(FULL\)$", e1, re.M), "make test's setting of E1"
+    assert (S.N_PASSAGES, S.N_TOKENS) == BOOK.sample(full=False)
     reading = parameters("book/models/reading.ipynb")
-    assert ast.literal_eval(re.search(r"^MODELS = (\[.*\])", reading, re.M).group(1)) == list(S.MODELS)
+    assert re.search(r"^MODELS = list\(BOOK\.models\)$", reading, re.M)
     assert re.search(rf"^N_PASSAGES = {S.READING_PASSAGES}\b", reading, re.M)
     assert re.search(rf"^N_TOKENS = {S.READING_TOKENS}\b", reading, re.M)
 

@@ -80,7 +80,8 @@ def installed() -> set[str]:
 def setup_kind(nb) -> str:
     """What the chapter's set-up cell (its first code cell) installs: one of :data:`KINDS`."""
     first = next((c.source for c in nb.cells if c.cell_type == "code"), "")
-    return MODELS if "--no-deps {MODELS}" in first else TRANSFORMERS if '"connlap-lite[models] @' in first else PACKAGE
+    models = "--no-deps {MODELS}" in first or "edition.setup(models=True)" in first     # the book's or the edition's
+    return MODELS if models else TRANSFORMERS if '"connlap-lite[models] @' in first else PACKAGE
 
 
 def portable(path) -> str:

@@ -5,8 +5,9 @@ r"""Give every notebook of the book its Colab set-up: the badge, the set-up cell
 For each notebook, in one load-modify-save step (safe beside other editors), this script
 
 * puts an "Open in Colab" badge under the title of the first markdown cell, linking to
-  ``https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/<path>``, built from
-  ``repository`` in ``_config.yml`` (the one place the repository is named);
+  ``https://colab.research.google.com/github/<owner>/<repo>/blob/colab/<path>``, built from
+  ``repository`` in ``_config.yml`` (the one place the repository is named): the notebook's copy in the Colab
+  edition (``make colab-edition``, published as the ``colab`` branch), which is plain Jupyter Markdown;
 * where a reader who runs the chapter needs to know more, puts it in one collapsed box (a dropdown
   admonition titled :data:`RUN_TITLE`) at the end of the chapter's opening, just before its first section,
   so that the summary, the main figure and the verdict box stay on the first screen: in notebooks that load
@@ -48,6 +49,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 REPO_URL = CONFIG["repository"]["url"].rstrip("/")
 BRANCH = CONFIG["repository"].get("branch", "main")
+# the Colab edition (make colab-edition: every chapter in plain Jupyter Markdown) is published as this branch, and
+# every Colab badge opens it: Colab renders Markdown, not the book's MyST
+EDITION_BRANCH = "colab"
 BOOK_PATH = CONFIG["repository"].get("path_to_book", "") or ""
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deps import no_deps  # noqa: E402  (tools/deps.py: the pins of pyproject.toml)
@@ -106,10 +110,10 @@ def uses_macros(nb: dict) -> bool:
 
 
 def colab_url(path: Path) -> str:
-    """The Colab address of a notebook of this repository."""
+    """The Colab address of a notebook of this repository: its Colab edition's copy (the ``colab`` branch)."""
     owner_repo = REPO_URL.removeprefix("https://github.com/")
     rel = (Path(BOOK_PATH) / path.relative_to(ROOT)).as_posix()
-    return f"https://colab.research.google.com/github/{owner_repo}/blob/{BRANCH}/{rel}"
+    return f"https://colab.research.google.com/github/{owner_repo}/blob/{EDITION_BRANCH}/{rel}"
 
 
 def badge(path: Path) -> str:

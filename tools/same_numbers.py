@@ -37,12 +37,15 @@ from pathlib import Path
 
 from alone import environment  # (tools/alone.py: os.environ set while a block runs, then put back)
 
+from connlap_lite.settings import BOOK
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "benchmarks" / "results" / "same_numbers.json"
-# make test's setting of the empirical chapters (book/empirical/e1_stability.ipynb's parameters cell) and the
-# chapter Reading's own (book/models/reading.ipynb's); tests/test_same_numbers.py holds them equal to the chapters'
-MODELS = ("minilm-l6", "smollm2-135m", "gemma3-270m", "qwen2.5-coder-0.5b")
-N_PASSAGES, N_TOKENS, SEED = 8, 64, 0
+# make test's setting of the empirical chapters (connlap_lite.settings.BOOK, which their parameter cells read) and
+# the chapter Reading's own (book/models/reading.ipynb's); tests/test_same_numbers.py holds them equal to the
+# chapters'
+MODELS = BOOK.models
+(N_PASSAGES, N_TOKENS), SEED = BOOK.sample(full=False), 0
 READING_PASSAGES, READING_TOKENS = 2, 64
 TOLERANCE = {"first_column_share": 1e-6}      # float32 rounding of another torch build; the page shows a percent
 VERSIONS = ("torch", "transformers", "numpy", "scipy", "connlap_lite")

@@ -44,6 +44,14 @@ NOTES = {False: "*Student edition: the worked solution is left out.*",
          True: "*Student edition: fill in the function in the next cell; the cell after it checks your answer.*"}
 _DIRECTIVE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{solution-(?P<kind>start|end)\}.*?^(?P=fence)[ \t]*$",
                         re.M | re.S)
+# the Colab edition's forms of the same (book/_ext/edition_builder.py): a solution's closed <details>, the code
+# cells folded under its title after it, and an exercise's label as the anchor of its heading
+_EDITION_SOLUTION = re.compile(r"<details>\n<summary><b>Solution to [^<]*(?<!\(continued\))</b></summary>.*?</details>",
+                               re.S)
+_EDITION_CONTINUED = re.compile(r"<details>\n<summary><b>Solution to [^<]*\(continued\)</b></summary>.*?</details>",
+                                re.S)
+_EDITION_CODE = "#@title Solution to "
+_EDITION_LABEL = re.compile(r'^### Exercise [^\n]*<a id="([^"]+)"></a>', re.M)
 _POINTS = re.compile(r"^\*Graded, (\d+) points? · level: (\w+) · about (\d+) minutes\*$", re.M)
 STUB = 'raise NotImplementedError("your code here")'
 # nbgrader's markers of a hidden test: generate_assignment removes the lines between them from the students'
@@ -183,15 +191,19 @@ def _nbgrader(grade_id: str, *, points: int | None = None) -> dict:
 
 
 def student_links(src: str) -> str:
-    """A cell's Colab badge and set-up install pointed at the student branch instead of the book's own.
+    """A cell's Colab badge and set-up install pointed at the student branch instead of the book's own (or its
+    Colab edition's).
 
     >>> print(student_links(f"(https://colab.research.google.com/github/{colab_cells.REPO_URL[19:]}/blob/"
-    ...                     f"{colab_cells.BRANCH}/book/x.ipynb)").split("/blob/")[1])
+    ...                     f"{colab_cells.EDITION_BRANCH}/book/x.ipynb)").split("/blob/")[1])
     student/book/x.ipynb)
     """
     owner_repo = colab_cells.REPO_URL.removeprefix("https://github.com/")
     colab = f"https://colab.research.google.com/github/{owner_repo}/blob/"
-    src = src.replace(f"{colab}{colab_cells.BRANCH}/", f"{colab}{STUDENT_BRANCH}/")
+    for branch in (colab_cells.BRANCH, colab_cells.EDITION_BRANCH):
+        src = src.replace(f"{colab}{branch}/", f"{colab}{STUDENT_BRANCH}/")
+    src = src.replace(f"git+{colab_cells.REPO_URL}@{colab_cells.EDITION_BRANCH}",
+                      f"git+{colab_cells.REPO_URL}@{STUDENT_BRANCH}")
     return src.replace(f'"git+{colab_cells.REPO_URL}"', f'"git+{colab_cells.REPO_URL}@{STUDENT_BRANCH}"')
 
 
@@ -210,25 +222,33 @@ def student_notebook(nb: dict, *, source: bool = False) -> dict:
     nb = copy.deepcopy(nb)
     graded, inside = [], False                    # per solution: does it hold a graded code cell?
     for cell in nb["cells"]:
+        src = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
-            for m in _DIRECTIVE.finditer("".join(cell["source"])):
+            for m in _DIRECTIVE.finditer(src):
                 inside = m["kind"] == "start"
                 graded += [False] if inside else []
-        elif inside and "solution" in cell.get("metadata", {}).get("tags", []):
+            graded += [False] * len(_EDITION_SOLUTION.findall(src))
+        elif (inside or src.startswith(_EDITION_CODE)) and "solution" in cell.get("metadata", {}).get("tags", []):
             graded[-1] = True
     cells, inside, label, points = [], False, None, None
     for cell in nb["cells"]:
         src = "".join(cell["source"])
         tags = cell.get("metadata", {}).get("tags", [])
         if cell["cell_type"] == "markdown":
-            found = re.findall(r":label: (\S+)", src)
+            found = re.findall(r":label: (\S+)", src) + _EDITION_LABEL.findall(src)
             label = found[-1] if found else label
+            src = _EDITION_SOLUTION.sub(lambda m: NOTES[graded.pop(0)], _EDITION_CONTINUED.sub("", src))
             stated = _POINTS.findall(src)
             points = int(stated[-1][0]) if stated else points
             src, inside = _strip_solutions(student_links(src), inside, graded)
             if not src.strip():
                 continue
         elif cell["cell_type"] == "code":
+            if src.startswith(_EDITION_CODE):         # the edition's folded solution code: out, or unfolded to fill
+                if "solution" not in tags:
+                    continue
+                src = src.split("\n", 1)[1]
+                cell["metadata"] = {k: v for k, v in cell["metadata"].items() if k not in ("cellView", "jupyter")}
             if "solution" in tags:
                 if points is None:
                     raise ValueError(f"graded exercise {label} states no points (*Graded, N points · ...*)")
@@ -254,8 +274,10 @@ def student_notebook(nb: dict, *, source: bool = False) -> dict:
 
 
 # -------------------------------------------------------------------------- the student tree
-def student_edition(root=".", dest="_build/student") -> list[Path]:
-    """Write the student edition of the project at ``root`` to ``dest`` (see the module's docstring).
+def student_edition(root=".", dest="_build/student", edition=None) -> list[Path]:
+    """Write the student edition of the project at ``root`` to ``dest`` (see the module's docstring): from the
+    Colab edition at ``edition`` (``make colab-edition``'s tree, plain Jupyter Markdown, so that the student
+    edition reads the same), or from the book's own notebooks.
 
     Never touches ``root``'s files, and refuses a ``dest`` inside its ``book/``. Returns the notebooks written.
     """
@@ -291,9 +313,14 @@ def student_edition(root=".", dest="_build/student") -> list[Path]:
                                  count=1, flags=re.M), encoding="utf-8")
     _write_key(root, dest / KEY)
     written = []
-    for path in sorted(p for p in book.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
+    source = root if edition is None else Path(edition).resolve()
+    if edition is not None:
+        shutil.copy2(source / "connlap_lite" / "edition_refs.json", dest / "connlap_lite" / "edition_refs.json")
+        text = pyproject.read_text(encoding="utf-8")
+        pyproject.write_text(text.replace('"answers.npz"]', '"answers.npz", "edition_refs.json"]'), encoding="utf-8")
+    for path in sorted(p for p in (source / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts):
         nb = student_notebook(json.loads(path.read_text(encoding="utf-8")))
-        target = dest / path.relative_to(root)
+        target = dest / path.relative_to(source)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(target)
@@ -380,6 +407,8 @@ def main(argv=None) -> int:
                                  description="Write the student edition of the book, or grade student notebooks.")
     ap.add_argument("root", nargs="?", default=".", help="the project's folder (default: .)")
     ap.add_argument("dest", nargs="?", default="_build/student", help="output folder (default: _build/student)")
+    ap.add_argument("--edition", metavar="DIR", help="build it from the Colab edition in DIR (make colab-edition's "
+                                                     "_build/colab) instead of the book's notebooks")
     ap.add_argument("--course", metavar="DIR", help="also write nbgrader's course folder (with the solutions) to DIR")
     ap.add_argument("--grade", nargs="+", metavar="NOTEBOOK", help="score these filled-in student notebooks")
     args = ap.parse_args(argv)
@@ -395,7 +424,7 @@ def main(argv=None) -> int:
             print(f"{path}: {got:g}/{total:g} points " + " ".join(f"{k}={s:g}" for k, (s, _) in scores.items()))
         return 0
     try:
-        written = student_edition(args.root, args.dest)
+        written = student_edition(args.root, args.dest, edition=args.edition)
         if args.course:
             if Path(args.course).resolve() in (Path(args.dest).resolve(), *Path(args.dest).resolve().parents) or \
                     Path(args.dest).resolve() in Path(args.course).resolve().parents:
