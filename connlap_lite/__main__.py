@@ -229,15 +229,21 @@ def _scorecard(args, ap) -> int:
 
     Each file becomes a :class:`~connlap_lite.record.Report` as it is read, so a malformed one is refused with its
     name and its problems (never a later, unnamed error)."""
-    from .scorecard import NEED, scorecard
+    from ._files import regular_file
+    from .scorecard import NEED, one_each, scorecard
     from .verdicts import check_report
 
-    reports = []
+    reports, seen = [], {}
     for path in args.reports:
+        if path.resolve() in seen:
+            raise _Usage(f"{path} is given twice (as {seen[path.resolve()]} too): a model counts once; give each "
+                         "report once")
+        seen[path.resolve()] = path
         if not path.is_file():
-            raise _Usage(f"{path}: no such file; give JSON reports written by `analyze MODEL --json FILE`")
+            what = "not a regular file (a folder, a FIFO or a device)" if path.exists() else "no such file"
+            raise _Usage(f"{path}: {what}; give JSON reports written by `analyze MODEL --json FILE`")
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
+            report = json.loads(regular_file(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ValueError(f"{path} cannot be read as JSON ({exc})") from None
         if not isinstance(report, dict) or "conditions" not in report:
@@ -246,7 +252,7 @@ def _scorecard(args, ap) -> int:
             reports.append(check_report(report, str(path), NEED))
         except ValueError as exc:
             raise ValueError(f"{exc}; write it again with `analyze MODEL --json FILE`") from None
-    rows = scorecard(reports)
+    rows = scorecard(one_each(reports, [str(p) for p in args.reports]))
     for row in rows:
         if row["claim"] == "E3":
             what = "; ".join(f"{f}: slope {w['slope']:+.3f} per decade [{w['interval'][0]:+.3f}, {w['interval'][1]:+.3f}]"

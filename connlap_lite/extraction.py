@@ -37,6 +37,8 @@ from ._backend import check_float_dtype, integer
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import _gated_walk, walk_from_heads
+from .memory import check_memory
+from .models import check_config
 from .rebuild import _check_finite, again, not_routed, routed
 from .transports import HeadTransports
 from .walks import ConnectionWalk
@@ -52,6 +54,7 @@ def head_transports(model, layer: int) -> HeadTransports:
     Chapter: *Reading a real transformer as a connection walk*.
     """
     adapter = adapter_for(model)
+    check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     n_layers = len(adapter.layers(model))
     if integer(layer) is None or not 0 <= integer(layer) < n_layers:     # numpy ints too (operator.index)
         raise ValueError(f"layer must be an int in [0, {n_layers}), got {layer!r}")
@@ -433,6 +436,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                          "'logits' builds the attention from the queries and keys the model makes (any attention "
                          "implementation), 'eager' reads the weights of the model's eager attention")
     adapter = adapter_for(model)
+    check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
         raise TypeError(f"layers must be an iterable of layer indices such as [0, 3], got {layers!r}")
@@ -447,6 +451,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
         raise ValueError("model is in training mode (dropout is active); call model.eval() first "
                          "(connlap_lite.load_model returns it in eval mode)")
     inputs = _as_batch(batch, _device_of(model), model)
+    check_memory(model, *inputs["input_ids"].shape, what=type(model).__name__)     # before the forward starts
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()
     eager = attention == "eager"
