@@ -151,6 +151,10 @@ def _check_outputs(args, ap) -> None:
     if args.figures is not None:
         if args.figures.exists() and not args.figures.is_dir():
             _fail(ap, f"--figures {args.figures} is a file; give a folder (it is created if missing)")
+        inside = [f for f in _model_folders(args.model) if args.figures.resolve().is_relative_to(f)]
+        if inside:
+            _fail(ap, f"--figures {args.figures} is inside the model's folder {inside[0]}: figures there would "
+                      "change the model's files (and its cache identity); give a folder outside it")
         _writable_folder(args.figures, f"--figures {args.figures}")
 
 
@@ -338,13 +342,37 @@ def _analyze(args, ap) -> int:
         _write_report(args.json, {**report.to_dict(), **({"verdicts": verdicts} if verdicts else {})})
         print(f"wrote {args.json}")
     if args.figures is not None:
-        from .plots import layer_curves
-        args.figures.mkdir(parents=True, exist_ok=True)
-        for metric in SUMMARY:
-            fig = layer_curves([report], metric)
-            fig.savefig(args.figures / f"{metric}.png", dpi=110)
+        _write_figures(args.figures, report)
         print(f"wrote figures to {args.figures}")
     return 0
+
+
+def _write_figures(folder: Path, report) -> None:
+    """One PNG per summary metric into ``--figures folder``, each written whole (a temporary name, renamed); a
+    failure names the file, ``--figures`` and the figures already written."""
+    import matplotlib.pyplot as plt
+
+    from ._files import temporary
+    from .plots import layer_curves
+
+    written = []
+    for metric in SUMMARY:
+        path = folder / f"{metric}.png"
+        tmp = temporary(path)
+        fig = layer_curves([report], metric)
+        try:
+            fig.savefig(tmp, dpi=110, format="png")
+            os.replace(tmp, path)
+        except OSError as exc:
+            done = ", ".join(p.name for p in written) or "none"
+            raise OSError(f"--figures {folder}: the figure {path} could not be written ({exc.strerror or exc}); "
+                          f"written before it: {done}; run again with --figures on a writable disk with free space "
+                          "(the report is in the measurement cache unless a warning above said otherwise)") from None
+        finally:
+            plt.close(fig)
+            if tmp.exists():
+                tmp.unlink()
+        written.append(path)
 
 
 if __name__ == "__main__":

@@ -44,8 +44,9 @@ def peak_bytes(model, B: int, n: int, *, walks: int = 0, models: int = 0) -> dic
                    3 (H + 2 G) d_h)`` numbers) and the last token's logits;
     ``attention``  one layer's ``(B, H, n, n)`` attention, four times over (the scores, their softmax, the fused
                    kernel's own and the previous layer's, in float32 or wider);
-    ``walks``      ``walks`` float64 ``(B, n, n)`` walks kept at once (:func:`connlap_lite.analysis.measure` keeps
-                   every layer's for the sink mass, the last four for the separations, and a few temporaries);
+    ``walks``      ``walks`` float64 ``(B, n, n)`` arrays alive at once (:func:`connlap_lite.analysis.measure` asks
+                   for every layer's walks, kept for the sink mass, and 36 more: the last four layers' for the
+                   separations and its metrics' temporaries, as many as its peak on a tiny model needs);
     ``heads``      the per-head work in float64 (the stacked factors and their Gram, the inputs, one per data null);
     ``models``     ``models`` more copies of the weights (random-init nulls built beside the model);
     and ``total``, their sum.

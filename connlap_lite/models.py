@@ -396,6 +396,11 @@ ATTENTION_OR_EMBEDDING = ("attn", "attention", "embed", "wte", "wpe", "query", "
                           "v_proj", "o_proj", "qkv")
 
 
+def _attention_or_embedding(key: str) -> bool:
+    """Whether a parameter's name is one of the attention's or the embeddings' (not a norm beside them)."""
+    return any(w in key for w in ATTENTION_OR_EMBEDDING) and "layernorm" not in key.lower()
+
+
 def _weights_file(folder: str, extra: dict) -> str:
     """The file a model's weights are read from, for messages: the GGUF file, the folder's safetensors or
     PyTorch file (or its index), else the folder or Hugging Face id itself."""
@@ -429,12 +434,12 @@ def check_loaded(model, info: dict, name: str, file: str, *, only_attention: boo
     """
     def keys(field):                                # the attention's and the embeddings' first
         found = [k if isinstance(k, str) else str(k[0]) for k in info.get(field) or []]
-        return sorted(found, key=lambda k: (not any(w in k for w in ATTENTION_OR_EMBEDDING), k))
+        return sorted(found, key=lambda k: (not _attention_or_embedding(k), k))
 
     missing = [k for k in keys("missing_keys") if not k.startswith(OPTIONAL_WEIGHTS)
                and not any(f".{p}" in k for p in OPTIONAL_WEIGHTS)]
     if only_attention:
-        missing = [k for k in missing if any(w in k for w in ATTENTION_OR_EMBEDDING)]
+        missing = [k for k in missing if _attention_or_embedding(k)]
     mismatched = keys("mismatched_keys")
     if not missing and not mismatched:
         return
@@ -525,8 +530,12 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
     looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
     read, the config is checked (a supported family, at least one head, query heads a multiple of the
-    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens);
-    after loading, non-finite weights are refused by name (:func:`check_weights`).  A model class that
+    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens).
+    No code of the model's runs: every ``from_pretrained`` passes ``trust_remote_code=False``, and a folder whose
+    configuration or tokenizer configuration has an ``auto_map`` is refused by name first (:func:`check_no_code`).
+    After loading, a checkpoint that leaves parameters at their initial values (missing from its weights file or of
+    another shape there) is refused naming the file and the keys (:func:`check_loaded`, which says which weights
+    may be absent), and so are non-finite weights (:func:`check_weights`).  A model class that
     refuses ``"sdpa"`` is loaded with ``"eager"``.
 
     Chapter: *Reading a real transformer as a connection walk*.
@@ -560,7 +569,9 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             raise OSError(f"cannot load {name!r}{where}: it is not an offline short name, a local folder, or a "
                           f"Hugging Face id reachable from here. Offline short names: {', '.join(OFFLINE)}") from exc
         elif kind == "folder":
-            raise OSError(f"cannot load the folder {name!r}: {_reason(exc)}") from exc
+            raise OSError(f"cannot load the folder {name!r}: transformers {metadata.version('transformers')} refused "
+                          f"it ({type(exc).__name__}: {_reason(exc)}); check its config.json, or save the model again "
+                          "with save_pretrained") from exc
         else:
             raise
     check_weights(model, f"model {name!r}")
