@@ -343,7 +343,8 @@ def _as_batch(batch, device, model=None):
         raise ValueError("attention_mask must hold integers 0 (padding) and 1 (real token)")
     empty = torch.nonzero(mask.sum(1) == 0).flatten().tolist()
     if empty:
-        raise ValueError(f"attention_mask leaves passage {empty[0]} without any real token")
+        raise ValueError(f"attention_mask leaves passage {empty[0]} without any real token; drop that passage or "
+                         "mark its tokens 1")
     if model is not None:
         vocab = getattr(model.config, "vocab_size", None)
         lo, hi = int(ids.min()), int(ids.max())

@@ -203,7 +203,8 @@ def stationary_distribution(P, *, atol: float | None = None):
         closed = (~R | R.T).all(1)
         classes = len({tuple(row.tolist()) for row in R[closed]})
         raise ValueError(f"P has eigenvalue 1 with multiplicity {classes} ({classes} closed classes of tokens): the "
-                         "walk is not connected and its stationary distribution is not unique")
+                         "walk is not connected and its stationary distribution is not unique: measure each class alone, or "
+                         "apply metrics.teleport(P) first")
     return out(stationary(P64).to(P.dtype), numpy)
 
 
@@ -243,7 +244,7 @@ def reversibility_defect(P, pi=None):
 def _scaled_isometry_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
     top = s.max(-1, keepdim=True).values
     if bool((top == 0).any()):
-        raise ValueError("T is zero: the scaled-isometry defect is undefined for the zero map")
+        raise ValueError("T is zero: the scaled-isometry defect is undefined for the zero map; leave that map out")
     keep = s > rtol * top
     s = torch.where(keep, s, torch.zeros_like(s))
     k = keep.sum(-1, keepdim=True).to(s.dtype)

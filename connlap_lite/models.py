@@ -245,7 +245,7 @@ def _where(name: str) -> tuple[str, dict, str]:
         return str(path), {}, "folder"
     if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
         raise FileNotFoundError(f"name {name!r} is not an offline short name ({', '.join(OFFLINE)}), an existing "
-                                "folder or a Hugging Face id (owner/model)")
+                                "folder or a Hugging Face id (owner/model): give one of those")
     extra = {} if _hub_reachable() else {"local_files_only": True}
     return name, extra, "hub"
 
