@@ -186,6 +186,10 @@ def _check_outputs(args, ap) -> None:
     if args.figures is not None:
         if args.figures.exists() and not args.figures.is_dir():
             _fail(ap, f"--figures {args.figures} is a file; give a folder (it is created if missing)")
+        inside = [f for f in _model_folders(args.model) if args.figures.resolve().is_relative_to(f)]
+        if inside:
+            _fail(ap, f"--figures {args.figures} is inside the model's folder {inside[0]}: figures there would "
+                      "change the model's files (and its cache identity); give a folder outside it")
         _writable_folder(args.figures, f"--figures {args.figures}")
 
 
@@ -264,15 +268,21 @@ def _scorecard(args, ap) -> int:
 
     Each file becomes a :class:`~connlap_lite.record.Report` as it is read, so a malformed one is refused with its
     name and its problems (never a later, unnamed error)."""
-    from .scorecard import NEED, scorecard
+    from ._files import regular_file
+    from .scorecard import NEED, one_each, scorecard
     from .verdicts import check_report
 
-    reports = []
+    reports, seen = [], {}
     for path in args.reports:
+        if path.resolve() in seen:
+            raise _Usage(f"{path} is given twice (as {seen[path.resolve()]} too): a model counts once; give each "
+                         "report once")
+        seen[path.resolve()] = path
         if not path.is_file():
-            raise _Usage(f"{path}: no such file; give JSON reports written by `analyze MODEL --json FILE`")
+            what = "not a regular file (a folder, a FIFO or a device)" if path.exists() else "no such file"
+            raise _Usage(f"{path}: {what}; give JSON reports written by `analyze MODEL --json FILE`")
         try:
-            report = json.loads(path.read_text(encoding="utf-8"))
+            report = json.loads(regular_file(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ValueError(f"{path} cannot be read as JSON ({exc})") from None
         if not isinstance(report, dict) or "conditions" not in report:
@@ -281,7 +291,7 @@ def _scorecard(args, ap) -> int:
             reports.append(check_report(report, str(path), NEED))
         except ValueError as exc:
             raise ValueError(f"{exc}; write it again with `analyze MODEL --json FILE`") from None
-    rows = scorecard(reports)
+    rows = scorecard(one_each(reports, [str(p) for p in args.reports]))
     for row in rows:
         if row["claim"] == "E3":
             what = "; ".join(f"{f}: slope {w['slope']:+.3f} per decade [{w['interval'][0]:+.3f}, {w['interval'][1]:+.3f}]"
@@ -404,34 +414,71 @@ def _analyze(args, ap) -> int:
         _write_report(args.json, {**report.to_dict(), **({"verdicts": verdicts} if verdicts else {})})
         print(f"wrote {args.json}")
     if args.figures is not None:
-        import matplotlib.pyplot as plt
-        from matplotlib.ticker import MaxNLocator
-
-        from .plots import all_nulls, layer_curves
-        from .report import E1_METRIC
-        args.figures.mkdir(parents=True, exist_ok=True)
-        # 880 x 440 px, the legend right of the panel (never over the curves)
-        for metric in SUMMARY:
-            fig, ax = plt.subplots(figsize=(8.0, 4.0))
-            layer_curves([report], metric, axes=ax)
-            ax.set_title(f"{report['model']}: {TABLE_LEGEND[metric]}", fontsize=10)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
-            ax.set_xlabel("layer" if metric not in ("tv_norm", "spec") else "step l to l+1")
-            fig.tight_layout()
-            fig.savefig(args.figures / f"{metric}.png", dpi=110)
-            plt.close(fig)
-        if random_nulls(report) and E1_METRIC in report["conditions"].get(main_condition, {}):
-            fig = all_nulls([report], E1_METRIC, ylabel=E1_METRIC)       # E1's metric against every null it has
-            fig.set_size_inches(8.0, 4.4)
-            fig.axes[0].set_title(f"{report['model']}: E1's metric, the distance between consecutive layers' walks "
-                                  "(sinks left out)", fontsize=10)
-            fig.axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
-            fig.tight_layout(rect=(0, 0.12, 1, 1))
-            fig.savefig(args.figures / f"e1_{E1_METRIC}.png", dpi=110)
-            plt.close(fig)
+        _write_figures(args.figures, report, main_condition)
         print(f"wrote figures to {args.figures}")
     return 0
+
+
+def _figures(report, main_condition):
+    """The figures of ``--figures``, as ``(file name, make)`` pairs: one per summary metric, 880 x 440 px with the
+    legend right of the panel (never over the curves), and E1's metric against every null it has."""
+    from matplotlib.ticker import MaxNLocator
+
+    from .plots import all_nulls, layer_curves
+    from .record import random_nulls
+    from .report import E1_METRIC
+
+    def curve(metric):
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(8.0, 4.0))
+        layer_curves([report], metric, axes=ax)
+        ax.set_title(f"{report['model']}: {TABLE_LEGEND[metric]}", fontsize=10)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+        ax.set_xlabel("layer" if metric not in ("tv_norm", "spec") else "step l to l+1")
+        fig.tight_layout()
+        return fig
+
+    def e1_nulls():
+        fig = all_nulls([report], E1_METRIC, ylabel=E1_METRIC)       # E1's metric against every null it has
+        fig.set_size_inches(8.0, 4.4)
+        fig.axes[0].set_title(f"{report['model']}: E1's metric, the distance between consecutive layers' walks "
+                              "(sinks left out)", fontsize=10)
+        fig.axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+        fig.tight_layout(rect=(0, 0.12, 1, 1))
+        return fig
+
+    pairs = [(f"{metric}.png", lambda metric=metric: curve(metric)) for metric in SUMMARY]
+    if random_nulls(report) and E1_METRIC in report["conditions"].get(main_condition, {}):
+        pairs.append((f"e1_{E1_METRIC}.png", e1_nulls))
+    return pairs
+
+
+def _write_figures(folder: Path, report, main_condition) -> None:
+    """The figures of :func:`_figures` into ``--figures folder``, each written whole (a temporary name, renamed); a
+    failure names the file, ``--figures`` and the figures already written."""
+    import matplotlib.pyplot as plt
+
+    from ._files import temporary
+
+    written = []
+    for name, make in _figures(report, main_condition):
+        path = folder / name
+        tmp = temporary(path)
+        fig = make()
+        try:
+            fig.savefig(tmp, dpi=110, format="png")
+            os.replace(tmp, path)
+        except OSError as exc:
+            done = ", ".join(p.name for p in written) or "none"
+            raise OSError(f"--figures {folder}: the figure {path} could not be written ({exc.strerror or exc}); "
+                          f"written before it: {done}; run again with --figures on a writable disk with free space "
+                          "(the report is in the measurement cache unless a warning above said otherwise)") from None
+        finally:
+            plt.close(fig)
+            if tmp.exists():
+                tmp.unlink()
+        written.append(path)
 
 
 if __name__ == "__main__":

@@ -106,6 +106,32 @@ def atomic_write_text(path: Path, text: str) -> None:
             tmp.unlink()
 
 
+def regular_file(path: Path) -> Path:
+    """``path``, if it is a regular file (or a link to one); else an ``OSError`` naming it: a FIFO, a socket or a
+    device in its place could block a reader forever, and a folder holds no report.
+
+    >>> import os, tempfile, pathlib
+    >>> fifo = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> os.mkfifo(fifo)
+    >>> regular_file(fifo)
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 22] not a regular file (a FIFO, a socket, a device or a folder; it is not read): '...r.json'
+    """
+    import errno
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))   # a FIFO opens at once, without a writer
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if not regular:
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, a socket, a device or a folder; it is not read)",
+                      str(path))
+    return Path(path)
+
+
 def read_json(path: Path, what: str = "cached measurement"):
     """The JSON held at ``path``; None if it is absent, or, with a warning naming the file, if it cannot be
     read or parsed (a torn write by an older version, a disk error): the caller then computes it again."""
@@ -113,7 +139,7 @@ def read_json(path: Path, what: str = "cached measurement"):
     import warnings
 
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(regular_file(path).read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):      # nothing there (a file where a folder should be: the
         return None                                      # writer says so)
     except (OSError, ValueError) as exc:

@@ -51,6 +51,7 @@ from ._backend import check_int, undefined
 from ._cache import cached, folder_identity
 from .adapters import describe
 from .extraction import attention_walks, head_transports, max_positions
+from .memory import check_memory
 from .models import check_model, load_model, model_name
 from .verify import check as verify_check
 from .text import check_bos, check_corpus, check_texts, corpus_digest
@@ -218,7 +219,13 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         raise ValueError(f"batch has padding tokens (attention_mask 0) in passages {rows[:5]}: measure needs "
                          "passages of equal length without padding, as connlap_lite.passages makes; measure "
                          "unequal texts one at a time")
-    causal = not describe(model)["encoder"]
+    facts = describe(model)
+    causal = not facts["encoder"]
+    ids = batch["input_ids"]
+    if isinstance(ids, torch.Tensor) and ids.ndim == 2:   # (anything else: attention_walks says what is wrong)
+        # every layer's walks kept for the sink mass; the last four for the separations and the metrics'
+        # temporaries: 36 (memory.peak_bytes; tests/test_faults.py measures the peak against it)
+        check_memory(model, *ids.shape, walks=facts["layers"] + 36, what=type(model).__name__)
     if bool(encoder) == causal:
         raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "
                          f"pass encoder={not causal} (its sink tokens depend on it)")
@@ -336,7 +343,8 @@ def _report_problem(report, name: str, args: dict) -> str | None:
             if not isinstance(per_layer, list) or len(per_layer) != expected or \
                     not all(isinstance(v, list) and v for v in per_layer):
                 return f"{cond}/{metric} does not hold {expected} per-layer lists"
-    return None
+    found = record.problems(report)                 # lengths, numbers and counts, against the report itself
+    return "; ".join(found[:3]) if found else None
 
 
 def _seeds(seeds, name: str) -> list[int]:
@@ -439,6 +447,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     limit = max_positions(model)
     if limit is not None and n_tokens > limit:
         raise ValueError(f"n_tokens must be at most {limit} for {name!r} (its positions), got {n_tokens}")
+    # before any forward: the measurement's peak, with the random-init nulls built beside the model
+    check_memory(model, n_passages, n_tokens, walks=describe(model)["layers"] + 36, models=2, what=repr(name))
     if q4:
         quantise_q4(model)
     source = corpus_texts(corpus) if texts is None else texts

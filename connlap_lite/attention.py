@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
@@ -187,6 +188,8 @@ def attention_patterns(X, weights: AttentionWeights, *, causal: bool = False, ma
     adds ``j <= i``; ``padding`` (n,) boolean is True for real tokens (padded keys are
     masked); ``bias`` (n, n) or (H, n, n) is an additive positional bias (ALiBi, relative).
     """
+    if not isinstance(causal, (bool, np.bool_)):         # "no" or 0 would read as a choice
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     numpy = is_numpy(X)
     X = to_tensor(X, "X", ndim=2)
     w = _weights(weights)

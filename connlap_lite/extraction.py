@@ -37,6 +37,8 @@ from ._backend import check_float_dtype, integer
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
 from .attention import _gated_walk, walk_from_heads
+from .memory import check_memory
+from .models import check_config
 from .rebuild import _check_finite, again, not_routed, routed
 from .transports import HeadTransports
 from .walks import ConnectionWalk
@@ -52,6 +54,7 @@ def head_transports(model, layer: int) -> HeadTransports:
     Chapter: *Reading a real transformer as a connection walk*.
     """
     adapter = adapter_for(model)
+    check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     n_layers = len(adapter.layers(model))
     if integer(layer) is None or not 0 <= integer(layer) < n_layers:     # numpy ints too (operator.index)
         raise ValueError(f"layer must be an int in [0, {n_layers}), got {layer!r}")
@@ -340,7 +343,8 @@ def _as_batch(batch, device, model=None):
         raise ValueError("attention_mask must hold integers 0 (padding) and 1 (real token)")
     empty = torch.nonzero(mask.sum(1) == 0).flatten().tolist()
     if empty:
-        raise ValueError(f"attention_mask leaves passage {empty[0]} without any real token")
+        raise ValueError(f"attention_mask leaves passage {empty[0]} without any real token; drop that passage or "
+                         "mark its tokens 1")
     if model is not None:
         vocab = getattr(model.config, "vocab_size", None)
         lo, hi = int(ids.min()), int(ids.max())
@@ -433,6 +437,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
                          "'logits' builds the attention from the queries and keys the model makes (any attention "
                          "implementation), 'eager' reads the weights of the model's eager attention")
     adapter = adapter_for(model)
+    check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
         raise TypeError(f"layers must be an iterable of layer indices such as [0, 3], got {layers!r}")
@@ -447,6 +452,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
         raise ValueError("model is in training mode (dropout is active); call model.eval() first "
                          "(connlap_lite.load_model returns it in eval mode)")
     inputs = _as_batch(batch, _device_of(model), model)
+    check_memory(model, *inputs["input_ids"].shape, what=type(model).__name__)     # before the forward starts
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()
     eager = attention == "eager"

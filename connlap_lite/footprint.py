@@ -8,6 +8,9 @@
                                     layer's ``(B, H, n, n)`` attention in float32 and the largest arrays of
                                     the per-head work (float64, from the factors: never a ``d x d`` matrix).
 
+:mod:`connlap_lite.memory` bounds the same sizes for a loaded model and a batch, and refuses a batch whose peak does not
+fit the machine before the forward starts.
+
 Chapters: *E3* (the large-model path), *Performance*.
 """
 from __future__ import annotations

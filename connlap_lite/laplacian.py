@@ -5,10 +5,13 @@ theorem) and *Reversibility, defects and low-rank heads* (the defects).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from ._backend import check_int, check_shape, compute_dtype, harmonise, is_numpy, out, svdvals, to_tensor, tolerance
+from ._backend import (check_int, check_shape, compute_dtype, harmonise, is_numpy, out, svdvals, to_tensor, tolerance,
+                       undefined)
 from .transports import EdgeTransport, HeadTransports
 from .walks import ConnectionWalk
 
@@ -146,16 +149,41 @@ def reversibility(P: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
     return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
 
 
+def _reach(P: torch.Tensor) -> torch.Tensor:
+    """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``P_ij > 0``; ``i`` from
+    itself), by repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
+    eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
+    R = (P > 0) | eye
+    if bool(R.all()):
+        return R
+    for _ in range(max(1, math.ceil(math.log2(P.shape[-1])))):
+        R = (R.double() @ R.double()) > 0
+    return R
+
+
+def _row_stochastic(P: torch.Tensor, atol: float | None) -> None:
+    """Refuse ``P`` whose rows miss 1 by more than ``atol`` (default: 16 sqrt(n) rounding units of float32, or of
+    ``P``'s dtype if coarser: a walk computed in float32 passes, even stored in float64)."""
+    if atol is None:
+        atol = tolerance(P.dtype, torch.float32, n=P.shape[0])
+    dev = float(stochasticity_defect(P))
+    if not dev <= atol:
+        raise ValueError(f"P must be row-stochastic (row sums off by {dev:.3g}, more than atol={atol:.3g}); "
+                         "normalise with P / P.sum(1, keepdims=True)")
+
+
 def stationary_distribution(P, *, atol: float | None = None):
     """The stationary distribution ``pi`` of a row-stochastic ``P``: ``pi P = pi``, ``sum pi = 1``.
 
     The rows are renormalised in float64 and ``pi`` solved by :func:`stationary` (a linear solve).
     For a causal (lower-triangular) walk it is ``e_1``: the first token absorbs (causal
     attention is never reversible, chapter *Reversibility, defects and low-rank heads*).
-    If the eigenvalue 1 is not simple (a disconnected walk) ``pi`` is not unique and
-    an error says so (the eigenvalues of ``P`` within ``max(1e-8, 1e3 atol)`` of 1 are counted,
-    ``1e-5`` by default).  ``atol`` bounds the row sums' distance from 1 (default: ``1e-8`` in
-    float64, a few rounding units of a coarser dtype: a float32 walk normalised in float32 passes).
+
+    Tolerances.  *Stochastic*: the row sums may miss 1 by ``atol``, by default 16 sqrt(n) rounding units of float32
+    (or of ``P``'s dtype if coarser): ``1.9e-6`` for 1 token, ``2.2e-5`` for 128 in float32 or float64, so a walk of
+    float32 noise passes, even stored in float64.  *Connected*: ``pi`` is unique when some token is reached from
+    every token along the walk's edges, an edge being any ``P_ij > 0`` (no threshold: a walk linked by ``1e-7`` is
+    connected, and its ``pi`` unique though sensitive); otherwise (two closed classes of tokens) an error says so.
 
     Examples
     --------
@@ -167,21 +195,16 @@ def stationary_distribution(P, *, atol: float | None = None):
     Chapter: *Reversibility and low rank*.
     """
     P, numpy = _walk_matrix(P)
-    given = atol
-    if atol is None:
-        atol = tolerance(P.dtype, n=P.shape[0])
-    dev = float(stochasticity_defect(P))
-    if dev > atol:
-        raise ValueError(f"P must be row-stochastic for a stationary distribution (row sums off by {dev:.3g}, "
-                         f"more than atol={atol:.3g}); normalise with P / P.sum(1, keepdims=True)")
+    _row_stochastic(P, atol)
     P64 = P.detach().double()
     P64 = P64 / P64.sum(1, keepdim=True)
-    # the argument check: a repeated eigenvalue 1 (values only; the solve below gives pi)
-    vals = np.linalg.eigvals(P64.cpu().numpy())
-    near = np.abs(vals - 1) < max(1e-8, 1e3 * (1e-8 if given is None else given))
-    if near.sum() > 1:
-        raise ValueError(f"P has eigenvalue 1 with multiplicity {int(near.sum())}: the walk is not connected "
-                         "and its stationary distribution is not unique")
+    R = _reach(P64)
+    if not bool(R.all(0).any()):                    # closed classes: tokens that reach only tokens reaching them
+        closed = (~R | R.T).all(1)
+        classes = len({tuple(row.tolist()) for row in R[closed]})
+        raise ValueError(f"P has eigenvalue 1 with multiplicity {classes} ({classes} closed classes of tokens): the "
+                         "walk is not connected and its stationary distribution is not unique: measure each class alone, or "
+                         "apply metrics.teleport(P) first")
     return out(stationary(P64).to(P.dtype), numpy)
 
 
@@ -189,7 +212,8 @@ def reversibility_defect(P, pi=None):
     """``||Pi P - P^T Pi||_F / ||Pi P||_F`` with ``Pi = diag(pi)``.
 
     Zero exactly when detailed balance ``pi_i P_ij = pi_j P_ji`` holds.  ``pi``
-    defaults to :func:`stationary_distribution`.  Beware: for a causal walk
+    defaults to :func:`stationary_distribution`.  ``P`` must be a row-stochastic walk whether or not ``pi`` is
+    given (the tolerance of :func:`stationary_distribution`).  Beware: for a causal walk
     ``pi = e_1`` and ``Pi P`` is symmetric, so the defect is 0 although (R) with
     ``pi > 0`` fails; report ``min(pi)`` beside it.  Computed by :func:`reversibility`.
 
@@ -199,9 +223,17 @@ def reversibility_defect(P, pi=None):
     >>> P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])   # a reversible chain
     >>> round(float(reversibility_defect(P)), 12)
     0.0
+    >>> reversibility_defect(2 * P, pi=np.ones(3) / 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: P must be row-stochastic (row sums off by 1, more than atol=3.3e-06); normalise with P / P.sum(1, keepdims=True)
     """
     P, numpy = _walk_matrix(P)
-    pi = stationary_distribution(P) if pi is None else to_tensor(pi, "pi", ndim=1)
+    if pi is None:
+        pi = stationary_distribution(P)
+    else:
+        _row_stochastic(P, None)
+        pi = to_tensor(pi, "pi", ndim=1)
     check_shape(pi, "pi", (P.shape[0],))
     if bool((pi < 0).any()) or not float(pi.sum()) > 0:
         raise ValueError("pi must be a distribution: nonnegative with a positive sum")
@@ -212,7 +244,7 @@ def reversibility_defect(P, pi=None):
 def _scaled_isometry_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
     top = s.max(-1, keepdim=True).values
     if bool((top == 0).any()):
-        raise ValueError("T is zero: the scaled-isometry defect is undefined for the zero map")
+        raise ValueError("T is zero: the scaled-isometry defect is undefined for the zero map; leave that map out")
     keep = s > rtol * top
     s = torch.where(keep, s, torch.zeros_like(s))
     k = keep.sum(-1, keepdim=True).to(s.dtype)
@@ -263,14 +295,21 @@ def isometry_defect(T, *, rtol: float | None = None):
 def symmetry_defect(walk: ConnectionWalk):
     """Largest ``||T_ji - T_ij^T||_F / ||T_ij||_F`` over the edges (metric compatibility).
 
-    Builds every ``T_ij`` (dense); for small walks.
+    Builds every ``T_ij`` (dense); for small walks.  Undefined (NaN, with an
+    :class:`~connlap_lite._backend.UndefinedWarning`), never infinite, where an edge's transport is the zero map.
+
+    >>> import numpy as np
+    >>> float(symmetry_defect(ConnectionWalk(np.full((2, 2), 0.5), np.eye(2))))
+    0.0
     """
     _walk(walk)
     T = to_tensor(walk.edge_transports(), "T")
     on = walk.P > 0
-    num = torch.linalg.norm(T.transpose(0, 1) - T.transpose(-1, -2), dim=(-2, -1))
-    den = torch.linalg.norm(T, dim=(-2, -1))
-    return out((num[on] / den[on]).max(), walk._numpy)
+    num = torch.linalg.norm(T.transpose(0, 1) - T.transpose(-1, -2), dim=(-2, -1))[on]
+    den = torch.linalg.norm(T, dim=(-2, -1))[on]
+    ratio = torch.where(den > 0, num / den.clamp_min(torch.finfo(den.dtype).tiny), torch.full_like(den, math.nan))
+    undefined(ratio, "symmetry_defect", "an edge's transport T_ij is the zero map (a relative defect of 0)")
+    return out(ratio.max(), walk._numpy)
 
 
 def dirichlet_energy(walk: ConnectionWalk, f, pi=None):

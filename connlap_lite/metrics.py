@@ -295,18 +295,6 @@ def _stochastic(P, name: str = "P") -> torch.Tensor:
     return W
 
 
-def _reach(P: torch.Tensor) -> torch.Tensor:
-    """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``i`` from itself), by
-    repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
-    eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
-    R = (P > 0) | eye
-    if bool(R.all()):
-        return R
-    for _ in range(max(1, math.ceil(math.log2(P.shape[-1])))):
-        R = (R.double() @ R.double()) > 0
-    return R
-
-
 def stationary(P: torch.Tensor) -> torch.Tensor:
     """Stationary distribution of a row-stochastic ``P`` with one closed class (batched over leading axes).
 
@@ -324,7 +312,7 @@ def stationary(P: torch.Tensor) -> torch.Tensor:
     ValueError: P must be row-stochastic: row 1 sums to 0 (a token that attends nowhere); normalise its rows (P / P.sum(-1, keepdim=True)) or give every token at least one key
     """
     P = _stochastic(P)
-    if not bool(_reach(P).all(-2).any(-1).all()):
+    if not bool(_laplacian._reach(P).all(-2).any(-1).all()):
         raise ValueError("P has no unique stationary distribution (its walk has more than one closed class of "
                          "tokens); apply metrics.teleport(P) first for the PageRank chain, which has one")
     return _laplacian.stationary(P)
@@ -347,7 +335,7 @@ def reversibility(P: torch.Tensor) -> torch.Tensor:
     ValueError: P must be irreducible for reversibility: token 0 cannot reach token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
     """
     P = _stochastic(P)
-    R = _reach(P)
+    R = _laplacian._reach(P)
     if not bool(R.all()):
         *_, i, j = (int(k) for k in torch.nonzero(~R)[0])
         raise ValueError(f"P must be irreducible for reversibility: token {i} cannot reach token {j} (a causal "

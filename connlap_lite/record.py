@@ -128,32 +128,69 @@ def _thaw(x):
 
 
 # ----------------------------------------------------------------------- validation
-def problems(record) -> list[str]:
-    """Why ``record`` is not a measurement record (an empty list if it is): its shape, checked once.
+# the fields of a record that count something: whole numbers, never booleans
+COUNTS = ("layers", "passages", "tokens", "heads", "groups", "d", "head_dim")
+SIZES = ("parameters", "non_embedding_parameters")      # numbers (the rules that read them check their sign)
+# a unit's count, as the record declares it: a metric of that unit holds that many values in each per-layer list
+DECLARED = {"passage": "passages", "head": "heads"}
 
-    Every condition's metric must hold ``layers - separation(metric)`` non-empty per-layer lists of numbers
-    (when the record states its ``layers``).
+
+def _number(x) -> bool:
+    """A real number as JSON reads one back (a float, or an int), never a boolean or a string."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def problems(record) -> list[str]:
+    """Why ``record`` is not a measurement record (an empty list if it is): its shape, checked against itself.
+
+    Every condition's metric must hold ``layers - separation(metric)`` non-empty per-layer lists (when the record
+    states its ``layers``), each of real numbers (never booleans, strings or null), and of the length its unit
+    declares (:data:`UNITS`): the record's ``passages`` for a per-passage metric, its ``heads`` for a per-head one;
+    the lists of any other metric (an edge passage's, or one this table does not know yet) all of one length.  The
+    counts the record states (:data:`COUNTS`) must be whole numbers, at least one; its sizes (:data:`SIZES`)
+    numbers.
 
     >>> problems({"model": "m", "layers": 2, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}})
     []
     >>> problems({"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.1], [0.2]]}}})
     ['trained/sink holds 2 per-layer lists, not 3']
+    >>> problems({"model": "m", "layers": 1, "passages": 16, "conditions": {"trained": {"sink": [[0.1, True]]}}})
+    ['trained/sink layer 0 holds 2 values, not the 16 passages the record declares', 'trained/sink layer 0 holds True, not a number']
     """
     if not isinstance(record, dict):
         return [f"it is a {type(record).__name__}, not a dict"]
     conditions, layers = record.get("conditions"), record.get("layers")
+    out = [f"its field {k!r} is {record[k]!r}, not a whole number of at least 1" for k in COUNTS
+           if k in record and not (isinstance(record[k], int) and not isinstance(record[k], bool) and record[k] >= 1)]
+    out += [f"its field {k!r} is {record[k]!r}, not a number" for k in SIZES if k in record and not _number(record[k])]
+    if out:
+        return out
     if not isinstance(conditions, dict) or not conditions:
         return ["it has no conditions"]
-    out = []
     for cond, values in conditions.items():
         if not isinstance(values, dict):
             out.append(f"condition {cond!r} is a {type(values).__name__}, not a dict of metrics")
             continue
         for metric, per_layer in values.items():
+            where = f"{cond}/{metric}"
             if not isinstance(per_layer, list) or not all(isinstance(v, list) and v for v in per_layer):
-                out.append(f"{cond}/{metric} is not a list of non-empty per-layer lists")
-            elif isinstance(layers, int) and len(per_layer) != layers - separation(metric):
-                out.append(f"{cond}/{metric} holds {len(per_layer)} per-layer lists, not {layers - separation(metric)}")
+                out.append(f"{where} is not a list of non-empty per-layer lists")
+                continue
+            if isinstance(layers, int) and len(per_layer) != layers - separation(metric):
+                out.append(f"{where} holds {len(per_layer)} per-layer lists, not {layers - separation(metric)}")
+            field = DECLARED.get(UNITS.get(metric))
+            want = record.get(field) if field else None
+            for layer, v in enumerate(per_layer):
+                if want is not None and len(v) != want:
+                    out.append(f"{where} layer {layer} holds {len(v)} values, not the {want} {field} the record "
+                               "declares")
+                elif want is None and len(v) != len(per_layer[0]):
+                    out.append(f"{where} layer {layer} holds {len(v)} values, layer 0 {len(per_layer[0])}")
+                if not all(map(_number, v)):
+                    bad = next(x for x in v if not _number(x))
+                    out.append(f"{where} layer {layer} holds {bad!r}, not a number")
+                if len(out) > 20:                  # enough to say what is wrong
+                    return out
     return out
 
 

@@ -333,7 +333,7 @@ def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
 def resample(report, idx) -> Report:
     """A copy of ``report`` with its passages replaced by ``idx`` (in every condition, so pairs stay paired)."""
     idx = list(idx)
-    out = {**report, "conditions": {}}
+    out = {**report, "conditions": {}, **({"passages": len(idx)} if "passages" in report else {})}
     for cond, values in report["conditions"].items():
         out["conditions"][cond] = {m: ([[v[i] for i in idx] for v in per_layer] if m in PASSAGE_METRICS else per_layer)
                                    for m, per_layer in values.items()}

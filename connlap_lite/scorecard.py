@@ -42,7 +42,7 @@ NEED = ("model", "encoder", "family", "non_embedding_parameters")    # what the 
 
 def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """One row per claim and structure: the rule's verdict, the metric, the models and the numbers."""
-    reports = check_reports(reports, need=NEED)
+    reports = one_each(check_reports(reports, need=NEED))
     rows = []
     for structure, is_enc in (("encoder", True), ("decoder", False)):
         group = [r for r in reports if r["encoder"] == is_enc]
@@ -58,6 +58,25 @@ def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list
         for metric in E3_METRICS:
             rows.append({"structure": structure, **e3(group, metric, seed=seed)})
     return rows
+
+
+def one_each(reports: list, names: list[str] | None = None) -> list:
+    """``reports``, refused if two of them are on the same model (a model counts once: twice, its verdict would
+    count twice and E3 would fit its size twice); ``names`` (files, by default ``reports[i]``) name the two.
+
+    >>> one_each([{"model": "a"}, {"model": "b"}, {"model": "a"}], ["a.json", "b.json", "copy.json"])
+    Traceback (most recent call last):
+    ...
+    ValueError: a.json and copy.json are both reports on model 'a': a model counts once in the scorecard; pass one report per model
+    """
+    names = names or [f"reports[{i}]" for i in range(len(reports))]
+    seen = {}
+    for name, r in zip(names, reports):
+        if r["model"] in seen:
+            raise ValueError(f"{seen[r['model']]} and {name} are both reports on model {r['model']!r}: a model "
+                             "counts once in the scorecard; pass one report per model")
+        seen[r["model"]] = name
+    return reports
 
 
 def _key(row: dict) -> tuple:

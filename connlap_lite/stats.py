@@ -94,8 +94,8 @@ def spearman(x, y) -> tuple[float, float]:
     Up to 8 points the p-value is exact, from all ``n!`` orderings of ``y`` (scipy's
     large-sample approximation is anti-conservative there); beyond, scipy's t approximation.
     An undefined rho (a constant ``x`` or ``y``, a NaN in either) gives ``(nan, nan)``: undefined is never
-    significant.  So do fewer than three points, with one :class:`~connlap_lite._backend.UndefinedWarning`: two
-    points have rho = +-1 whatever they are, so a trend over two layers says nothing.
+    significant, with one :class:`~connlap_lite._backend.UndefinedWarning` saying why.  So do fewer than three
+    points: two points have rho = +-1 whatever they are, so a trend over two layers says nothing.
 
     >>> rho, p = spearman(range(5), [1, 2, 3, 4, 5])
     >>> round(rho, 6), round(p, 4)           # 2 of the 120 orderings are as extreme: p = 1/60
@@ -115,7 +115,11 @@ def spearman(x, y) -> tuple[float, float]:
         undefined(torch.tensor([nan]), "Spearman's rho", "it has fewer than three points (two give +-1 whatever "
                   "they are)")
         return nan, nan
-    if not (np.isfinite(x).all() and np.isfinite(y).all()) or np.ptp(x) == 0 or np.ptp(y) == 0:
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        undefined(torch.tensor([nan]), "Spearman's rho", "x or y holds NaN or inf")
+        return nan, nan
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        undefined(torch.tensor([nan]), "Spearman's rho", "x or y is constant (no ranks to correlate)")
         return nan, nan
     result = spearmanr(x, y)
     rho = float(result.statistic)

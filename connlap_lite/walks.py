@@ -240,9 +240,9 @@ class ConnectionWalk:
             if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
                 raise TypeError(f"{name} must be an int vertex index, got {k!r} ({type(k).__name__})")
         if not (0 <= i < n and 0 <= j < n):
-            raise ValueError(f"edge ({i}, {j}) is out of range for a walk on {n} tokens")
+            raise ValueError(f"edge ({i}, {j}) is out of range for a walk on {n} tokens: give indices below {n}")
         if not bool(self.P[i, j] > 0):
-            raise ValueError(f"({i}, {j}) is not an edge: P[{i}, {j}] = 0")
+            raise ValueError(f"({i}, {j}) is not an edge: P[{i}, {j}] = 0; give a cycle along edges with P > 0")
 
     def holonomy(self, cycle: Sequence[int]):
         """Ordered product of transports around ``cycle = [i1, i2, ..., ik]``.

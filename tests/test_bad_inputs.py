@@ -155,6 +155,11 @@ ATTENTION = [
     ("mask shape", lambda: C.mha_walk(X, W, mask=torch.ones(4, 4, dtype=torch.bool)), ValueError,
      r"mask must have shape \(5, 5\)"),
     ("padding float", lambda: C.mha_walk(X, W, padding=torch.ones(5)), TypeError, "padding must be boolean"),
+    ("padding ints", lambda: C.mha_walk(X, W, padding=[1, 1, 1, 0, 0]), TypeError,
+     r"padding must be boolean \(True for real tokens\)"),
+    ("causal a string", lambda: C.mha_walk(X, W, causal="no"), TypeError, "causal must be True or False, got 'no'"),
+    ("causal an int", lambda: C.attention_patterns(X, W, causal=1), TypeError, "causal must be True or False, got 1"),
+    ("causal None", lambda: C.multi_head_attention(X, W, causal=None), TypeError, "causal must be True or False"),
     ("no key to attend", lambda: C.mha_walk(X, W, padding=torch.tensor([False] * 2 + [True] * 3), causal=True),
      ValueError, "query 0 may attend no key"),
     ("bias shape", lambda: C.mha_walk(X, W, bias=torch.zeros(4, 4)), ValueError, "bias must have shape"),
@@ -205,6 +210,8 @@ LAPLACIAN = [
      "pi must be a distribution"),
     ("reversibility pi zero", lambda: C.reversibility_defect(P3, pi=np.zeros(3)), ValueError,
      "pi must be a distribution"),
+    ("reversibility P not stochastic, pi given", lambda: C.reversibility_defect(2 * P3, pi=np.ones(3) / 3),
+     ValueError, r"P must be row-stochastic \(row sums off by 1, .*normalise with P / P.sum"),
     ("stochasticity 3-d", lambda: C.stochasticity_defect(np.ones((2, 2, 2))), ValueError, "P must have 2 dim"),
     ("isometry zero", lambda: C.isometry_defect(np.zeros((3, 3))), ValueError, "zero map"),
     ("isometry vector", lambda: C.isometry_defect(np.ones(3)), ValueError, "T must be a matrix"),
@@ -415,6 +422,18 @@ def folders(tmp_path_factory):
     weights["model.layers.1.self_attn.q_proj.weight"][3, 5] = float("nan")
     save_file(weights, str(nan / "model.safetensors"), metadata={"format": "pt"})
     out["nan weight"] = nan
+    out["code in tokenizer"] = tiny_models.with_code(tiny_models.make_folder(root / "code-tok"),
+                                                     "tokenizer_config.json")
+    out["code in config"] = tiny_models.with_code(tiny_models.make_folder(root / "code-cfg"), "config.json")
+    gpt2 = tiny_models.save_family("gpt2", root / "gpt2")
+    out["other family"] = tiny_models.with_weights_of(tiny_models.make_folder(root / "llama-over-gpt2"), gpt2)
+    out["lost attention"] = tiny_models.without_weight(tiny_models.make_folder(root / "lost-key"),
+                                                       "model.layers.1.self_attn.k_proj.weight")
+    other = tiny_models.make_folder(root / "other-shape")
+    config = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**config, "intermediate_size": 48}))
+    out["other shape"] = other
+    out["zero layers"] = folder("zero-layers", {**llama, "num_hidden_layers": 0})
     return out
 
 
@@ -435,6 +454,29 @@ FOLDERS = [
     ("analyze on a NaN weight", lambda f: A.analyze(
         f["nan weight"], n_passages=2, n_tokens=8, random_seeds=(), shuffle=False, cache=False), ValueError,
      r"model.layers.1.self_attn.q_proj.weight \(layer 1"),
+    ("auto_map in the tokenizer config", lambda f: models.load_model(f["code in tokenizer"]), ValueError,
+     r"its tokenizer_config.json has an auto_map \(AutoTokenizer -> \['evil.EvilTokenizer', .*\), which asks to run "
+     r"Python code .* never runs a model's own code \(trust_remote_code=False\): use a model of a supported family"),
+    ("auto_map in the config", lambda f: models.load_model(f["code in config"]), ValueError,
+     r"its config.json has an auto_map \(AutoConfig -> evil.EvilConfig\), which asks to run Python code"),
+    ("analyze a folder with code", lambda f: A.analyze(f["code in tokenizer"], n_passages=2, n_tokens=8), ValueError,
+     "its tokenizer_config.json has an auto_map"),
+    ("weights of another family", lambda f: models.load_model(f["other family"]), ValueError,
+     r"the weights file .*llama-over-gpt2/model.safetensors leaves \d+ parameters at their random initial values "
+     r"\(missing from the file: model.embed_tokens.weight, model.layers.0.self_attn.\S+ .*the file holds \d+ keys the "
+     r"model does not have, such as transformer.h.0.attn.c_attn.bias\), so it would be measured as an untrained model"
+     r".*save the model's own weights into its folder"),
+    ("analyze weights of another family", lambda f: A.analyze(f["other family"], n_passages=2, n_tokens=8),
+     ValueError, r"llama-over-gpt2/model.safetensors leaves \d+ parameters at their random initial values"),
+    ("an attention weight lost", lambda f: models.load_model(f["lost attention"]), ValueError,
+     r"lost-key/model.safetensors leaves 1 parameter at its random initial value \(missing from the file: "
+     r"model.layers.1.self_attn.k_proj.weight\)"),
+    ("weights of another shape", lambda f: models.load_model(f["other shape"]), ValueError,
+     r"other-shape/model.safetensors leaves 6 parameters .*of another shape there: model.layers.0.mlp.down_proj.weight"
+     r".* or fix its config.json"),
+    ("zero layers", lambda f: models.load_model(f["zero layers"]), ValueError,
+     r"num_hidden_layers=0; there is no attention layer to measure: give a model with at least one layer \(fix "
+     r"num_hidden_layers in its config.json\)"),
 ]
 
 
@@ -484,6 +526,26 @@ def tiny():
 IDS = torch.randint(1, 100, (2, 6), generator=torch.Generator().manual_seed(0))
 
 
+def _edited(model, **config):
+    """A copy of ``model`` whose config was changed after it was built (a model built outside load_model)."""
+    import copy
+
+    other = copy.deepcopy(model)
+    for k, v in config.items():
+        setattr(other.config, k, v)
+    return other
+
+
+def _with_memory(free: int, fn):
+    """``fn()`` on a machine with ``free`` bytes available."""
+    from unittest import mock
+
+    from connlap_lite import memory
+
+    with mock.patch.object(memory, "available_bytes", lambda device="cpu": free):
+        return fn()
+
+
 def _first(model, batch, **kw):
     return next(iter(C.attention_walks(model, batch, progress=False, **kw)))
 
@@ -520,6 +582,18 @@ EXTRACTION = [
     ("head transports layer", lambda m: C.head_transports(m, 2), ValueError, r"layer must be an int in \[0, 2\)"),
     ("head transports float", lambda m: C.head_transports(m, 1.0), ValueError, r"layer must be an int in \[0, 2\)"),
     ("unsupported model", lambda m: _first(torch.nn.Linear(2, 2), IDS), ValueError, "model must be a Hugging Face"),
+    ("walks of a model built elsewhere, heads not dividing", lambda m: _first(_edited(m, num_key_value_heads=3), IDS),
+     ValueError, "num_attention_heads=4 is not a multiple of num_key_value_heads=3 .* fix one of them"),
+    ("transports of a model built elsewhere, heads not dividing",
+     lambda m: C.head_transports(_edited(m, num_key_value_heads=3), 0), ValueError,
+     "num_attention_heads=4 is not a multiple of num_key_value_heads=3"),
+    ("walks of a model built elsewhere, no layers", lambda m: _first(_edited(m, num_hidden_layers=0), IDS),
+     ValueError, "num_hidden_layers=0; there is no attention layer to measure"),
+    ("walks of a model of another family", lambda m: _first(_edited(m, model_type="mamba"), IDS), ValueError,
+     r"unsupported architecture 'mamba' .*supported families"),
+    ("walks beyond the memory", lambda m: _with_memory(1000, lambda: _first(m, IDS)), MemoryError,
+     r"LlamaForCausalLM: 2 passages of 6 tokens need about \d+.\d+ GiB at the peak beyond the weights \(attention .*"
+     r"\), but 0.00 GiB are available on cpu: pass fewer passages or tokens \(n_passages or n_tokens\)"),
     ("model in training mode", lambda m: _first(m.train(), IDS), ValueError,
      r"model is in training mode \(dropout is active\); call model.eval\(\)"),
 ]
@@ -573,6 +647,10 @@ ANALYSIS = [
     ("measure list", lambda m: A.measure(m, [1, 2], encoder=False), TypeError, "batch must be a dict with 'input_ids'"),
     ("measure encoder flag", lambda m: A.measure(m, {"input_ids": IDS}, encoder=True), ValueError,
      "encoder=True but LlamaForCausalLM is causal"),
+    ("measure beyond the memory", lambda m: _with_memory(1000, lambda: A.measure(m, {"input_ids": IDS},
+                                                                                    encoder=False)),
+     MemoryError, r"2 passages of 6 tokens need about .* GiB .*, walks 0.00 GiB\), but 0.00 GiB are available .* pass "
+     "fewer passages or tokens"),
     ("measure too long", lambda m: A.measure(m, {"input_ids": torch.ones(2, 20, dtype=torch.long)}, encoder=False),
      ValueError, "more than the 16 positions"),
     ("curve metric", lambda m: record.layer_curve(GOOD, "nope"), ValueError, "metric must be one of"),
@@ -598,7 +676,50 @@ def _no_nulls():
     return r
 
 
+def _fake(**kw):
+    from test_report import fake
+    return fake(**kw)
+
+
+def _edited_report(cond="trained", metric="tv_norm_nosink", layer=0, value=None, cut=None, **fields):
+    """A report whose ``cond/metric`` list at ``layer`` holds ``value`` first (or is cut to ``cut`` values), and
+    whose top-level ``fields`` are set (a report edited by hand)."""
+    r = _fake()
+    values = r["conditions"][cond][metric]
+    if value is not None:
+        values[layer] = [value] + values[layer][1:]
+    if cut is not None:
+        values[layer] = values[layer][:cut]
+    return {**r, **fields}
+
+
 SCORECARD = [
+    ("passages edited up", lambda: S.scorecard([{**RP.resample(_fake(), [0, 1]).to_dict(), "passages": 16}]),
+     ValueError, r"reports\[0\] is not a measurement record .*: \S+ layer 0 holds 2 values, not the 16 passages the "
+     "record declares"),
+    ("a boolean for a number", lambda: S.scorecard([_edited_report(value=True)]), ValueError,
+     r"reports\[0\] .*trained/tv_norm_nosink layer 0 holds True, not a number"),
+    ("a string for a number", lambda: S.scorecard([_edited_report(value="0.4")]), ValueError,
+     r"trained/tv_norm_nosink layer 0 holds '0.4', not a number"),
+    ("a list for a number", lambda: S.scorecard([_edited_report(value=[0.4])]), ValueError,
+     r"trained/tv_norm_nosink layer 0 holds \[0.4\], not a number"),
+    ("a passage cut from a null", lambda: S.scorecard([_edited_report("random2", "data_defect", 3, cut=5)]),
+     ValueError, "random2/data_defect layer 3 holds 5 values, not the 12 passages the record declares"),
+    ("a head cut", lambda: S.scorecard([_edited_report(metric="head_defect", layer=2, cut=3, heads=4)]), ValueError,
+     "trained/head_defect layer 2 holds 3 values, not the 4 heads the record declares"),
+    ("a head cut, no head count", lambda: S.scorecard([_edited_report(metric="head_defect", layer=2, cut=3)]),
+     ValueError, "trained/head_defect layer 2 holds 3 values, layer 0 4"),
+    ("passages a boolean", lambda: S.scorecard([_edited_report(passages=True)]), ValueError,
+     "its field 'passages' is True, not a whole number of at least 1"),
+    ("layers a string", lambda: S.scorecard([_edited_report(layers="9")]), ValueError,
+     "its field 'layers' is '9', not a whole number"),
+    ("parameters a boolean", lambda: S.scorecard([_edited_report(parameters=True)]), ValueError,
+     "its field 'parameters' is True, not a number"),
+    ("one model twice", lambda: S.scorecard([_fake(model="m"), _fake(model="n"), _fake(model="m", seed=1)]),
+     ValueError, r"reports\[0\] and reports\[2\] are both reports on model 'm': a model counts once .*pass one report "
+     "per model"),
+    ("a Report edited by hand", lambda: record.Report(_edited_report(value=False), name="r.json"), ValueError,
+     "r.json is not a measurement record .*trained/tv_norm_nosink layer 0 holds False, not a number"),
     ("scorecard empty", lambda: S.scorecard([]), ValueError, "reports is empty"),
     ("scorecard dict", lambda: S.scorecard(GOOD), TypeError, r"reports must be a list of reports.*\[report\]"),
     ("scorecard string", lambda: S.scorecard("m"), TypeError, "reports must be a list of reports"),
@@ -657,6 +778,8 @@ CLI = [
     ("unknown option", _cli("m", "--fast"), "unrecognized arguments: --fast"),
     ("json inside the model's folder", _cli(Path(__file__).parent, "--json", Path(__file__).parent / "r.json"),
      "is inside the model's folder"),
+    ("figures inside the model's folder", _cli(Path(__file__).parent, "--figures", Path(__file__).parent / "figs"),
+     "--figures " + str(Path(__file__).parent / "figs") + " is inside the model's folder"),
     ("json onto a file that is no report", _cli("m", "--json", __file__),
      "exists and is not a report written by analyze --json: it is not overwritten; give a new path"),
     ("no command", lambda: __import__("connlap_lite.__main__", fromlist=["main"]).main([]),
@@ -706,6 +829,9 @@ def test_widgets(fn, err, pattern):
 def test_folders(fn, err, pattern, folders, tmp_path, monkeypatch):
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path))
     check(lambda: fn(folders), err, pattern)
+    # a refused model: nothing of it cached, converted or run (the code folders' evil.py writes RAN-CODE)
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+    assert not [f for f in folders.values() if (f / "RAN-CODE").exists()]
 
 
 @pytest.mark.parametrize("fn, err, pattern", table(TEXT))
@@ -809,11 +935,40 @@ def _scorecard_single():
     return {r["claim"] for r in rows} == {"E1", "E2", "E3"} and all(r["verdict"] in verdicts.VERDICTS for r in rows)
 
 
+def _weakly_connected():
+    """Two blocks linked by one edge of 1e-7: connected (the linked block is transient), pi unique."""
+    P = np.kron(np.eye(2), np.full((2, 2), 0.5))
+    P[0, 2] = 1e-7
+    P[0] /= P[0].sum()
+    return np.allclose(C.stationary_distribution(P), [0, 0, 0.5, 0.5])
+
+
+def _float32_noise_in_float64():
+    """A walk normalised in float32 and stored in float64 (rows off by ~1e-7): stochastic within the tolerance."""
+    P = torch.softmax(torch.randn(64, 64, generator=torch.Generator().manual_seed(1)), -1).double()
+    pi = C.stationary_distribution(P)
+    return bool(torch.allclose(pi @ (P / P.sum(1, keepdim=True)), pi, atol=1e-10)) and \
+        float(C.reversibility_defect(P, pi=pi)) >= 0
+
+
+def _symmetry_zero_transport():
+    """An edge whose transport is the zero map: the relative defect is undefined, NaN with its warning, not inf."""
+    from connlap_lite._backend import UndefinedWarning
+
+    T = np.zeros((2, 2, 2, 2))
+    T[0, 0] = T[1, 1] = T[1, 0] = np.eye(2)
+    with pytest.warns(UndefinedWarning, match="symmetry_defect is undefined .* the zero map"):
+        value = float(C.symmetry_defect(C.ConnectionWalk(np.full((2, 2), 0.5), T)))
+    return math.isnan(value)
+
+
 EDGE = [("float32 stationary", _float32_stationary), ("mixed float32 P, float64 T", _mixed_walk),
         ("numpy with torch", _numpy_and_torch), ("n = 1 walk metrics", _one_token_walk_metrics),
         ("n = 1 attention", _one_token_attention), ("float32 reversible chain", _float32_reversible),
         ("float32 uniform walk", _uniform_float32), ("two-point spearman", _spearman_small),
-        ("float32 isometry", _isometry_float32), ("one report scorecard", _scorecard_single)]
+        ("float32 isometry", _isometry_float32), ("one report scorecard", _scorecard_single),
+        ("walk connected by 1e-7", _weakly_connected), ("float32 noise stored in float64", _float32_noise_in_float64),
+        ("symmetry defect of a zero transport", _symmetry_zero_transport)]
 
 
 @pytest.mark.parametrize("fn", [pytest.param(fn, id=name) for name, fn in EDGE])

@@ -673,3 +673,192 @@ def test_an_offline_model_loads_from_its_source_when_the_cache_cannot_be_written
     assert proc.returncode == 0 and "loaded" in proc.stdout, proc.stderr[-3000:]
     assert "File too large" in proc.stderr and "set CONNLAP_CACHE" in proc.stderr
     assert not [p for p in cache.rglob("*") if ".tmp-" in p.name]             # the half-written copy is gone
+
+
+# ------------------------------------------------------------------ folders that lie: code, weights of another model
+@pytest.mark.parametrize("file", ["tokenizer_config.json", "config.json"])
+def test_a_folder_with_code_is_refused_before_anything_asks(file, tmp_path):
+    """A folder whose configuration asks to run its own code (``auto_map``): refused by name, in a child whose
+    standard input answers "y" to any prompt; its code never runs (it would write RAN-CODE) and nothing is cached."""
+    folder = tiny_models.with_code(tiny_models.make_folder(tmp_path / "model"), file)
+    before = sorted(p.name for p in folder.iterdir())
+    cache = tmp_path / "cache"
+    proc = subprocess.run([sys.executable, "-m", "connlap_lite", "analyze", str(folder), "--passages", "2",
+                           "--tokens", "8"], input="y\ny\ny\n", env=_child_env(cache), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: model '{folder}': its {file} has an auto_map") and "trust_remote_code=False" in last
+    assert "Do you wish to run the custom code" not in proc.stdout + proc.stderr
+    assert not (folder / "RAN-CODE").exists() and sorted(p.name for p in folder.iterdir()) == before
+    assert not [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
+@pytest.mark.parametrize("fault", ["weights of another family", "an attention weight lost"])
+def test_weights_that_do_not_fit_are_refused_and_nothing_is_cached(fault, tmp_path, cache, texts_file, capsys):
+    from connlap_lite.__main__ import main
+    folder = tiny_models.make_folder(tmp_path / "model")
+    if fault == "weights of another family":
+        tiny_models.with_weights_of(folder, tiny_models.save_family("gpt2", tmp_path / "gpt2"))
+        key = "model.embed_tokens.weight"
+    else:
+        key = "model.layers.0.self_attn.v_proj.weight"
+        tiny_models.without_weight(folder, key)
+    out = tmp_path / "report.json"
+    assert main(_cli_args(folder, texts_file, out)) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"the weights file {folder / 'model.safetensors'} leaves" in err and f"missing from the file: {key}" in err
+    assert "save the model's own weights into its folder" in err
+    assert not out.exists() and not [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
+# ------------------------------------------------------------------ reports that lie
+@pytest.mark.parametrize("damage", ["passages cut short", "heads cut short", "a boolean", "a string"])
+def test_a_cached_report_that_lies_is_recomputed(tiny_folder, cache, tiny_report_args, damage):
+    first = _analyze(tiny_folder, **tiny_report_args)
+    [path] = list((cache / "measurements").glob("*.json"))
+    report = json.loads(path.read_text())
+    values = report["conditions"]["random0"]
+    if damage == "passages cut short":
+        values["sink"][1] = values["sink"][1][:1]
+    elif damage == "heads cut short":
+        values["head_defect"][0] = values["head_defect"][0][:2]
+    else:
+        values["sink"][0][0] = True if damage == "a boolean" else "0.5"
+    path.write_text(json.dumps(report))
+    with pytest.warns(UserWarning, match=r"not usable \(random0/(sink|head_defect) layer [01] holds"):
+        again = _analyze(tiny_folder, **tiny_report_args)
+    assert again["conditions"] == first["conditions"]
+
+
+def test_a_fifo_in_place_of_a_cache_file_does_not_hang(tiny_folder, cache, tiny_report_args):
+    import signal
+    first = _analyze(tiny_folder, **tiny_report_args)
+    [path] = list((cache / "measurements").glob("*.json"))
+    path.unlink()
+    os.mkfifo(path)
+    signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(TimeoutError("analyze hung on a FIFO")))
+    signal.alarm(300)
+    try:
+        with pytest.warns(UserWarning, match="cannot be read .*not a regular file .*recomputing it"):
+            again = _analyze(tiny_folder, **tiny_report_args)
+    finally:
+        signal.alarm(0)
+    assert again["conditions"] == first["conditions"] and path.is_file()      # replaced by the report
+
+
+def _report_file(tmp_path, name, model="m", seed=0) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_report import fake
+    path = tmp_path / name
+    path.write_text(json.dumps({**fake(model, seed=seed), "schema": "x"}))
+    return path
+
+
+def test_the_scorecard_counts_each_model_once_and_reads_no_fifo(tmp_path, capsys):
+    from connlap_lite.__main__ import main
+    a, b = _report_file(tmp_path, "a.json"), _report_file(tmp_path, "b.json", seed=1)
+    assert main(["scorecard", str(a), str(a)]) == 2
+    assert f"error: {a} is given twice" in capsys.readouterr().err
+    assert main(["scorecard", str(a), str(b)]) == 1
+    assert f"error: {a} and {b} are both reports on model 'm': a model counts once" in capsys.readouterr().err
+    fifo = tmp_path / "c.json"
+    os.mkfifo(fifo)
+    assert main(["scorecard", str(fifo)]) == 2
+    assert f"error: {fifo}: not a regular file" in capsys.readouterr().err
+    edited = json.loads(a.read_text())
+    edited["passages"] = 16
+    edited["conditions"]["trained"]["data_defect_nosink"][0] = edited["conditions"]["trained"]["data_defect_nosink"][0][:2]
+    a.write_text(json.dumps(edited))
+    assert main(["scorecard", str(a)]) == 1
+    assert f"error: {a} is not a measurement record" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ figures
+def test_a_failed_figure_names_the_file_the_option_and_what_was_written(tiny_folder, texts_file, tmp_path, cache,
+                                                                       monkeypatch, capsys):
+    import errno
+    import matplotlib.figure
+    from connlap_lite.__main__ import SUMMARY, main
+    real, calls = matplotlib.figure.Figure.savefig, []
+
+    def full(self, path, *args, **kw):
+        calls.append(path)
+        if len(calls) == 3:
+            Path(path).write_bytes(b"\x89PNG half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, path, *args, **kw)
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    figures = tmp_path / "figures"
+    assert main(["analyze", str(tiny_folder), "--texts", str(texts_file), "--passages", "2", "--tokens", "12",
+                 "--figures", str(figures)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    third = figures / f"{SUMMARY[2]}.png"
+    assert err.startswith(f"error: --figures {figures}: the figure {third} could not be written (No space left on "
+                          f"device); written before it: {SUMMARY[0]}.png, {SUMMARY[1]}.png"), err
+    assert sorted(p.name for p in figures.iterdir()) == sorted(f"{m}.png" for m in SUMMARY[:2])   # no torn figure
+
+
+def test_figures_inside_the_model_are_refused(tiny_folder, texts_file, cache, capsys):
+    from connlap_lite.__main__ import main
+    before = sorted(p.name for p in tiny_folder.iterdir())
+    assert main(["analyze", str(tiny_folder), "--figures", str(tiny_folder / "figs")]) == 2
+    assert "is inside the model's folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tiny_folder.iterdir()) == before
+
+
+# ------------------------------------------------------------------ memory
+def test_memory_is_refused_before_the_forward_and_nothing_is_cached(tiny_folder, texts_file, tmp_path, cache,
+                                                                   monkeypatch, capsys):
+    from connlap_lite import extraction, memory
+    from connlap_lite.__main__ import main
+    monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 10 ** 6)
+    forwards = []
+    monkeypatch.setattr(extraction, "streamed_layers", lambda *a, **k: forwards.append(1))
+    assert main(["analyze", str(tiny_folder), "--texts", str(texts_file), "--passages", "2", "--tokens", "12"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"error: '{tiny_folder}': 2 passages of 12 tokens need about ") and \
+        "but 0.00 GiB are available on cpu: pass fewer passages or tokens (--passages or --tokens)" in err, err
+    assert forwards == [] and not [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
+PEAK = r"""
+import json, sys, torch
+from transformers import AutoModelForCausalLM, LlamaConfig
+from connlap_lite import analysis, memory
+B, n = int(sys.argv[1]), int(sys.argv[2])
+torch.manual_seed(0)
+config = LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+                     intermediate_size=64, vocab_size=100, max_position_embeddings=n)
+model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+ids = lambda b, m: torch.randint(1, 100, (b, m), generator=torch.Generator().manual_seed(0))
+analysis.measure(model, {"input_ids": ids(2, 16)}, encoder=False)          # lazy imports, first allocations
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+
+estimates = []
+check = memory.check_memory
+analysis.check_memory = lambda m, *a, **k: estimates.append(check(m, *a, **k)["total"])
+open("/proc/self/clear_refs", "w").write("5")                             # the peak (VmHWM) from here
+base = status("VmRSS:")
+analysis.measure(model, {"input_ids": ids(B, n)}, encoder=False)
+print(json.dumps({"peak": status("VmHWM:") - base, "estimate": estimates[0]}))
+"""
+
+
+@pytest.mark.parametrize("B, n", [(2, 512), (1, 768)])
+def test_the_memory_estimate_bounds_the_real_peak(B, n, tmp_path):
+    """measure's estimate (memory.peak_bytes, what check_memory refuses by) against the resident memory the
+    measurement adds at its peak on a tiny model, whose attention and walks dominate: an upper bound, within
+    memory.FACTOR."""
+    from connlap_lite import memory
+    if not os.access("/proc/self/clear_refs", os.W_OK):
+        pytest.skip("no /proc/self/clear_refs here: the peak cannot be reset")
+    proc = subprocess.run([sys.executable, "-c", PEAK, str(B), str(n)], env=_child_env(tmp_path / "cache"),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = tiny_models.parse(proc.stdout)
+    assert got["peak"] <= got["estimate"] <= memory.FACTOR * got["peak"], got

@@ -179,3 +179,46 @@ def save_family(name: str, folder: Path) -> Path:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+# ---- folders that lie: code to run, weights of another model ----
+
+EVIL = """from pathlib import Path
+Path(__file__).with_name("RAN-CODE").write_text("the folder's code ran")
+from transformers import PreTrainedTokenizerFast, PretrainedConfig
+class EvilTokenizer(PreTrainedTokenizerFast):
+    pass
+class EvilConfig(PretrainedConfig):
+    model_type = "llama"
+"""
+
+
+def with_code(folder: Path, file: str) -> Path:
+    """``folder`` with an ``auto_map`` in ``file`` (``config.json`` or ``tokenizer_config.json``) that points to
+    ``evil.py`` in the folder, which writes ``RAN-CODE`` there when it is imported."""
+    (folder / "evil.py").write_text(EVIL)
+    data = json.loads((folder / file).read_text())
+    if file == "config.json":
+        data["auto_map"] = {"AutoConfig": "evil.EvilConfig"}
+    else:
+        data["auto_map"] = {"AutoTokenizer": ["evil.EvilTokenizer", "evil.EvilTokenizer"]}
+    (folder / file).write_text(json.dumps(data))
+    return folder
+
+
+def with_weights_of(folder: Path, other: Path) -> Path:
+    """``folder``, its weights file replaced by ``other``'s (a config of one family over another's weights)."""
+    import shutil
+
+    shutil.copy(other / "model.safetensors", folder / "model.safetensors")
+    return folder
+
+
+def without_weight(folder: Path, key: str) -> Path:
+    """``folder`` whose weights file has lost the tensor ``key``."""
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(folder / "model.safetensors"))
+    del weights[key]
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
