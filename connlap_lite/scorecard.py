@@ -239,6 +239,7 @@ METRIC_TITLES = {"tv_norm_nosink": "distance between consecutive layers",
                  "head_defect": "heads' distance from an isometry",
                  "head_defect_gain": "heads' distance, norm gains folded in",
                  "data_defect": "spread of the heads' gains on the data",
+                 "data_defect_nosink": "spread of the heads' gains on the data, sinks left out",
                  "edge_defect": "heaviest edges' distance from an isometry"}
 GRID_WORDS = {"E1": "E1: settles with depth", "E2": "E2: near scaled isometries", "E3": "E3: stronger with size"}
 
