@@ -486,7 +486,8 @@ def hierarchical_draws(layers: int, groups: int, n_boot: int, seed: int) -> tupl
 
 def hierarchical_weights(draws, groups: int) -> np.ndarray:
     """``(n_boot, layers * groups)``: how often each (layer, value group) is drawn in each hierarchical resample
-    (:func:`hierarchical_draws`), over ``layers * groups``: ``weights @ group_means.ravel()`` is each resample's mean."""
+    (:func:`hierarchical_draws`), over ``layers * groups``: ``weights @ group_means.ravel()`` is each resample's
+    mean."""
     layer_idx, group_idx = draws
     n, L = layer_idx.shape
     per_slot = (group_idx[..., None] == np.arange(groups)).sum(-2)            # (n_boot, layers, groups)

@@ -62,7 +62,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     ``trained_rise`` is added to the trained curve times ``t``, ``null_rise`` to every passage-level null's (shuffled,
     cross-passage, positional), whose per-passage noise is ``NOISE`` times a factor going from ``null_noise[0]`` at the
     first step to ``null_noise[1]`` at the last, and which lie ``null_gap`` apart (positional 1.0, cross-passage
-    ``1 + null_gap``, shuffled ``1 + 2 null_gap``, before the rise); ``outlier`` is added times ``t`` to the first passage's trained
+    ``1 + null_gap``, shuffled ``1 + 2 null_gap``, before the rise); ``outlier`` is added times ``t`` to the first
+    passage's trained
     curve alone.  The shuffled null has ``shuffles`` permutations (``shuffled``, ``shuffled1``, ...), each shifted by
     its own ``N(0, shuffle_sd)``.  The separation profile (``sep<k>_tv_norm_nosink``, k = 2..4) of the trained model,
     every permutation and every seed: d(l, l + k) is the condition's step curve at ``l + (k - 1) / 2`` times
@@ -108,7 +109,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     for key in ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")[:seeds]:
         trained[key] = curve(np.full(layers, data_seed_level + data_seed_sd * rng.standard_normal()), 0.2)
     _depth_cases(conditions, rng=np.random.default_rng([seed, 2026]), u=u, S=S, layers=layers, t=t,
-                 trained_mean=trained_mean, null_mean=1.0 + 2 * null_gap + null_rise * t, spread=spread, shuffles=shuffles,
+                 trained_mean=trained_mean, null_mean=1.0 + 2 * null_gap + null_rise * t, spread=spread,
+                 shuffles=shuffles,
                  shuffle_sd=shuffle_sd, profile_growth=profile_growth, null_profile_growth=null_profile_growth,
                  outlier=outlier, layer_sd=layer_sd, group_sd=group_sd, groups=groups, heads=heads)
     conditions = {c: {m: v.tolist() for m, v in values.items()} for c, values in conditions.items()}

@@ -304,7 +304,8 @@ def test_rule_changes_show_old_and_new_verdicts():
     assert e2[("E2", "a")] == (H.e2_table_rule3(reports)[0]["verdict"], H.e2_table_rule4(reports)[0]["verdict"])
     e1 = rules[7]["verdicts"]                                       # 2026-12-04: rule 3 -> rule 4, side by side
     assert e1[("E1", "a")] == (H.e1_table_rule3(reports)[0]["verdict"], R.e1_table(reports)[0]["verdict"])
-    assert rules[8]["verdicts"][("E2", "b")] == (H.e2_table_rule4(reports)[1]["verdict"], R.e2_table(reports)[1]["verdict"])
+    assert rules[8]["verdicts"][("E2", "b")] == (H.e2_table_rule4(reports)[1]["verdict"],
+                                                 R.e2_table(reports)[1]["verdict"])
     assert {c["date"] for c in rules[7:]} == {R.RULE_DATE}
     assert all(v in V.VERDICTS for c in rules for pair in c["verdicts"].values() for v in pair)
     text = S.rule_changes_markdown(changes)
