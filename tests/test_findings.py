@@ -40,7 +40,8 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
         return c
 
     conditions = {f"random{s}": condition(False) for s in range(3)}
-    conditions["shuffled"] = condition(True)
+    for name in record.shuffle_names(5):                  # the shuffled null's five permutations (rule 4's units)
+        conditions[name] = condition(True)
     trained = condition(True)
     trained["tv_norm_nosink"] = _curve(1.0, 0.5, rng, L - 1) if effect else _curve(1.3, 1.3, rng, L - 1)
     trained["cross_passage_tv_norm_nosink"] = _curve(1.1, 1.1, rng, L - 1)
@@ -279,8 +280,10 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
     assert "**E2, rule 3 -> rule 4, changed 2026-12-02.**" in changes
     assert "**Measurement of `tv_norm_nosink`, changed 2026-11-30.**" in changes
-    rule3 = changes.split("**E1, rule 2 -> rule 3")[1].split("\n- ")[0]
-    assert all(f"{x['model']}: " in rule3 and f"-> {x['verdict']}" in rule3
+    for c, old in (("E1", 3), ("E2", 4), ("E3", 3)):
+        assert f"**{c}, rule {old} -> rule {old + 1}, changed 2026-12-04.**" in changes
+    rule4 = changes.split("**E1, rule 3 -> rule 4")[1].split("\n- ")[0]     # the rule in force: the rows' verdicts
+    assert all(f"{x['model']}: " in rule4 and f"-> {x['verdict']}" in rule4
                for r in rows if r["claim"] == "E1" for x in r["per_model"])
     assert "Condition (a), depth-specific" in says["scorecard_says"]
 

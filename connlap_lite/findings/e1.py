@@ -16,7 +16,7 @@ import numpy as np
 from .. import report as R
 from ..prose import names, span, who
 from ..record import depth_trend, late_value, layer_means, random_nulls, third
-from ..rules_history import e1_rule1, e1_table_rule2, in_force
+from ..rules_history import e1_rule1, e1_table_rule2, e1_table_rule3, in_force
 from ..scorecard import verdict_box
 from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
 
@@ -47,7 +47,15 @@ def label(row: dict) -> str:
     'partly (depth)'
     >>> label({"verdict": "insufficient data", "falls": True, "below_nulls": True, "rule": 3})
     'insufficient data'
+
+    Under rule 4 (three conditions) a partly names those met:
+
+    >>> label({"verdict": "partly", "falls": False, "stable": True, "below_nulls": True, "rule": 4})
+    'partly (stable, level)'
     """
+    if row.get("rule", 0) >= 4:
+        met = [w for w, key in (("falls", "falls"), ("stable", "stable"), ("level", "below_nulls")) if row.get(key)]
+        return row["verdict"] + (f" ({', '.join(met)})" if row["verdict"] == "partly" and met else "")
     below = row.get("below_nulls", row.get("below_null"))
     if row["verdict"] != "partly" or row.get("falls") == below:
         return row["verdict"]
@@ -547,6 +555,17 @@ def rule2_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
     return out
 
 
+def rule3_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
+    """Rule 3's verdicts (registered 2026-12-01, replaced 2026-12-04) on the ten metrics, one Holm family per
+    structure: ``{(model, metric): label}``."""
+    out = {}
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if group:
+            out.update({(row["model"], row["metric"]): label(row) for row in e1_table_rule3(group, list(METRICS))})
+    return out
+
+
 def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
     """Where the rule holds, partly holds and does not, on the ten metrics, and against rules 2 and 1
     (``e1_says``)."""
@@ -762,26 +781,27 @@ def report_paragraphs(reports: list[dict], rows: list[dict], grid: dict) -> dict
 # ----------------------------------------------------------------------- the tables (plain text, for print)
 def model_table(report: dict, grid: dict) -> str:
     """One model's ten metrics: first and last value, the margin below the strongest passage-level null over the
-    first and the last third, the late mean, the strongest null, the Holm-corrected p-values of rule 3's two
-    conditions and of the shared structure, and the verdict."""
+    first and the last third, the late mean, the strongest null, the Holm-corrected p-values of the rule's three
+    conditions (rule 4: falls, stable, below every null) and of the shared structure, and the verdict."""
     m = report["model"]
     lines = [f"{m}  ({report['layers']} layers)",
              f"  {'metric':<15}{'first':>7}{'last':>7}{'m early':>8}{'m late':>8}{'late':>7}"
-             f"{'strongest null':>24}{'p(a)':>7}{'p(b)':>7}{'p(sh)':>7}  verdict"]
+             f"{'strongest null':>24}{'p(i)':>7}{'p(ii)':>7}{'p(iii)':>7}{'p(sh)':>7}  verdict"]
     for k in METRICS:
         y, row = layer_means(report, k), grid[m, k]
         null = row["strongest_null"]
         lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['early_margin']:+8.3f}{row['late_margin']:+8.3f}"
                      f"{row['late_trained']:7.3f}{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"
-                     f"{row['p_depth_holm']:7.3f}{row['p_level_holm']:7.3f}{row['p_share_holm']:7.3f}  {label(row)}")
+                     f"{row['p_falls_holm']:7.3f}{row['p_stable_holm']:7.3f}{row['p_level_holm']:7.3f}"
+                     f"{row['p_share_holm']:7.3f}  {label(row)}")
     return "\n".join(lines)
 
 
 def rule_table(reports: list[dict], grid: dict) -> str:
-    """The ten metrics' verdicts under rules 1 and 2 and under the rule in force (3), one block per model."""
-    old, before = rule1_labels(reports), rule2_labels(reports)
+    """The ten metrics' verdicts under rules 1, 2 and 3 and under the rule in force (4), one block per model."""
+    old, before, last = rule1_labels(reports), rule2_labels(reports), rule3_labels(reports)
     lines = []
     for m in _models(reports):
-        lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}{'rule 2':<18}rule 3"]
-        lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
+        lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}{'rule 2':<18}{'rule 3':<18}rule 4"]
+        lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{last[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from ..record import DATA_SEED_KEYS, late_value
 from ..rules_history import e3_rule1, in_force, scale_slope
 from ..scorecard import METRIC_TITLES, verdict_box
 
-METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect",
+METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect_nosink",
            "edge_defect", "sink")
 CLAIM_METRICS = METRICS[:-1]          # smaller = more of the claim; the sink mass is context only
 KEYS = ("e3_summary", "e3_main_take", "e3_gaps_take", "e3_verdict", "e3_sizes", "e3_models", "e3_gqa", "e3_widths",
@@ -165,7 +165,7 @@ def what_the_data_say(reports: list[dict], rows: dict) -> str:
     gap_above = [m for m in CLAIM_METRICS if all(x["gap"] > 0 for x in rows["decoder", m]["models"])]
     against = sorted({x["null"] for m in gap_above for x in rows["decoder", m]["models"]})
     flips = [m for m in CLAIM_METRICS if rows["decoder", m]["across"]
-             and len({np.sign(v) for v in rows["decoder", m]["across"]["leave_one_out"].values()}) == 2]
+             and len({np.sign(v) for v in rows["decoder", m]["across"]["leave_one_out"].values() if v is not None}) == 2]
     sink = scale_slope(decoders, "sink")
     sink_way = "falls" if sink["hi"] < 0 else "rises" if sink["lo"] > 0 else "shows no clear slope"
     return "\n".join([

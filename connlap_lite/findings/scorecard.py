@@ -72,8 +72,8 @@ def numbers(row: dict) -> str:
         return "; ".join(
             f"{x['model']}: late {x['late_trained']:.3f} vs {x['strongest_null']} "
             f"{x['late_nulls'][x['strongest_null']]:.3f} (gap {_ci(x['gap_interval'])}), margin below the strongest "
-            f"passage-level null {x['early_margin']:+.3f} early, {x['late_margin']:+.3f} late (growth "
-            f"{_ci(x['margin_growth_interval'])}) -> {x['verdict']}" for x in row["per_model"])
+            f"passage-level null {x['early_margin']:+.3f} early, {x['late_margin']:+.3f} late (the curve's own change "
+            f"{_ci(x['trained_rise_interval'])}) -> {x['verdict']}" for x in row["per_model"])
     if row["claim"] == "E2":
         return "; ".join(
             f"{x['model']}: heads {x['head_defect']:.3f} vs {x['strongest_head_null']} "
@@ -83,7 +83,7 @@ def numbers(row: dict) -> str:
     parts = [f"{fam}: slope {w['slope']:+.3f} per decade {_ci(w['interval'])}" for fam, w in row["within"].items()]
     parts += [f"step {s['from']} -> {s['to']}: gap {s['change']:+.3f} {_ci(s['interval'])}" for s in row["steps"]]
     if row["across"]:
-        loo = row["across"]["leave_one_out"].values()
+        loo = [v for v in row["across"]["leave_one_out"].values() if v is not None] or [float("nan")]
         parts.append(f"across families (exploratory): {row['across']['slope']:+.3f} per decade "
                      f"{_ci(row['across']['interval'])}, leaving one model out {min(loo):+.3f} to {max(loo):+.3f}")
     families = sorted({m["family"] for m in row["models"]})
@@ -189,7 +189,7 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     for r in e3_rows:
         part = f"on `{r['metric']}`, **{r['verdict']}** for {_structure(r)}"
         if r["across"]:
-            loo = r["across"]["leave_one_out"].values()
+            loo = [v for v in r["across"]["leave_one_out"].values() if v is not None] or [float("nan")]
             part += (f" (the exploratory fit across families: {r['across']['slope']:+.3f} per decade, 95% "
                      f"interval {_ci(r['across']['interval'])}, and {min(loo):+.3f} to {max(loo):+.3f} when one "
                      "model is left out)")
