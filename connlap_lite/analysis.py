@@ -59,6 +59,10 @@ from .text import passages_with_windows
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
+# the shuffled null's permutations: "shuffled" (the first, the one measured before 2026-12-04) and "shuffled1" ...
+# "shuffled4", each passage's tokens permuted anew (permutation p drawn with seed + p); the rules count them as units
+# like the random-init seeds (E1's rule 4, connlap_lite.report)
+SHUFFLES = 5
 # the record's shape (metric names, units, layer separations) is connlap_lite.record's: analyze writes by it
 
 
@@ -305,11 +309,12 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-02.1"
+SCHEMA = "2026-12-04.1"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
 # rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
+# 2026-12-04.1: the shuffled null drawn with SHUFFLES permutations ("shuffled", "shuffled1", ...), the first as before.
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:
@@ -326,7 +331,7 @@ def _report_problem(report, name: str, args: dict) -> str | None:
     if not isinstance(report.get("windows"), list) or not isinstance(report.get("sink_mass_columns"), list):
         return "it does not say which passages it measured or on which columns its sink mass is"
     want = ["random" if args["random_init"] else "trained"] + [f"random{s}" for s in args["random_seeds"]]
-    want += ["shuffled"] if args["shuffle"] else []
+    want += record.shuffle_names(SHUFFLES) if args["shuffle"] else []
     for cond in want:
         values = conditions.get(cond)
         if not isinstance(values, dict) or not values:
@@ -372,7 +377,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     per layer), ``sink_mass_columns`` (the trained model's sink columns, on which every condition's ``sink`` is
     measured), ``windows`` (each passage's text and first token, :func:`connlap_lite.text.windows`),
     ``data_null_seeds`` and ``conditions``: ``"trained"`` (or ``"random"`` with ``random_init``), ``"random<seed>"``
-    for each of ``random_seeds``, and ``"shuffled"``, each ``{metric: per-layer values}``.
+    for each of ``random_seeds``, and the shuffled null's :data:`SHUFFLES` permutations (``"shuffled"``,
+    ``"shuffled1"``, ...; :func:`connlap_lite.record.shuffle_names`), each ``{metric: per-layer values}``.
 
     ``data_seeds``: the random-init seeds whose head transports, built from their weights alone (no forward
     pass), are applied to the trained model's inputs for E2's data null (``data_defect_cross``, ``_2``, ``_3``);
@@ -489,12 +495,12 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
         del null
         took[f"random{s}"] = time.perf_counter() - timing
     kept.clear()
-    if args["shuffle"]:
+    for p, cond in enumerate(record.shuffle_names(SHUFFLES) if args["shuffle"] else []):
         timing = time.perf_counter()
-        conditions["shuffled"] = measure(model, shuffled(batch, 1, seed), encoder=encoder, head_nulls=False,
-                                         progress=progress, sinks_found=sinks.setdefault("shuffled", []),
-                                         sink_mass_columns=columns)
-        took["shuffled"] = time.perf_counter() - timing
+        conditions[cond] = measure(model, shuffled(batch, 1, seed + p), encoder=encoder, head_nulls=False,
+                                   progress=progress, sinks_found=sinks.setdefault(cond, []),
+                                   sink_mass_columns=columns)
+        took[cond] = time.perf_counter() - timing
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
     return report

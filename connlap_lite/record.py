@@ -341,6 +341,23 @@ def random_nulls(report) -> list[str]:
     return sorted(names, key=lambda c: int(c[6:]))
 
 
+def shuffle_names(n: int) -> list[str]:
+    """The condition names of ``n`` permutations of the shuffled null: ``"shuffled"`` (the first), then
+    ``"shuffled1"``, ...
+
+    >>> shuffle_names(3)
+    ['shuffled', 'shuffled1', 'shuffled2']
+    """
+    return ["shuffled"] + [f"shuffled{p}" for p in range(1, n)]
+
+
+def shuffled_nulls(report) -> list[str]:
+    """The report's shuffled-null permutations, ``shuffled``, ``shuffled1``, ... in order (the rules' units, as the
+    random-init seeds are :func:`random_nulls`)."""
+    names = [c for c in report.get("conditions", {}) if c == "shuffled" or c.startswith("shuffled") and c[8:].isdigit()]
+    return sorted(names, key=lambda c: int(c[8:] or 0))
+
+
 def matrix(report, metric: str, condition: str = "trained") -> np.ndarray:
     """``(layers, units)``: the per-layer lists as one array (every layer must have the same units)."""
     values = values_of(report, metric, condition)

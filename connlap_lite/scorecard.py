@@ -126,9 +126,10 @@ def _structures(reports):
 
 
 def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
-    """Every verdict that rule ``rule`` (1, 2, 3, or 4: the rules in force) gives on ``reports``: per model for E1
-    and E2, ``{(claim, model): verdict}``; per structure and metric for E3, ``{("E3", structure, metric): verdict}``.
-    Rule 3 is in force for E1 and E3, rule 4 (which changed only E2) for E2."""
+    """Every verdict that rule ``rule`` (1 to 5) gives on ``reports``: per model for E1 and E2, ``{(claim, model):
+    verdict}``; per structure and metric for E3, ``{("E3", structure, metric): verdict}``.  The rules in force
+    (:mod:`connlap_lite.report`) are rule 4 for E1 and E3 and rule 5 for E2; so rule 4 reads E2 by
+    :func:`connlap_lite.rules_history.e2_table_rule4` and rule 5 reads E1 and E3 by the rule in force (rule 4)."""
     out = {}
     for structure, group in _structures(reports):
         if rule == 1:
@@ -138,8 +139,11 @@ def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
         elif rule == 2:
             e1s, e2s = H.e1_table_rule2(group), H.e2_table_rule2(group)
             e3s = {m: H.e3_rule2(group, m)["verdict"] for m in E3_METRICS}
+        elif rule == 3:
+            e1s, e2s = H.e1_table_rule3(group), H.e2_table_rule3(group)
+            e3s = {m: H.e3_rule3(group, m)["verdict"] for m in E3_METRICS}
         else:
-            e1s, e2s = e1_table(group), e2_table(group) if rule == 4 else H.e2_table_rule3(group)
+            e1s, e2s = e1_table(group), e2_table(group) if rule == 5 else H.e2_table_rule4(group)
             e3s = {m: e3(group, m)["verdict"] for m in E3_METRICS}
         out.update({("E1", x["model"]): x["verdict"] for x in e1s})
         out.update({("E2", x["model"]): x["verdict"] for x in e2s})

@@ -36,7 +36,10 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
            e1_early: float = 0.0, e1_late: float = 0.0, heads_effect: float = 0.0, data_effect: float = 0.0,
            seed_gap: float = 20.0, seed_sd: float = 0.01, nan_at: tuple | None = None, family: str = "llama",
            size: float = 1e8, encoder: bool = False, seed: int = 0, gap_shift: float = 0.0,
-           trained_sd: float = 0.0, data_seed_level: float = 0.1, data_seed_sd: float = DATA_SEED_SD) -> dict:
+           trained_sd: float = 0.0, data_seed_level: float = 0.1, data_seed_sd: float = DATA_SEED_SD,
+           shuffles: int = 5, shuffle_sd: float = 0.01, trained_rise: float = 0.0, null_rise: float = 0.0,
+           null_noise: tuple = (1.0, 1.0), profile_growth: float = 0.0, null_profile_growth: float = 0.0,
+           outlier: float = 0.0, layer_sd: float = 0.0, group_sd: float = 0.0, groups: int | None = None) -> dict:
     """One model's synthetic record (the shape :func:`connlap_lite.analysis.analyze` writes).
 
     E1 (``tv_norm_nosink``, ``layers - 1`` steps): the strongest passage null ("positional") has mean 1.0 at
@@ -53,14 +56,28 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     there are seeds, up to three): each at ``data_seed_level`` plus the seed's own shift ``N(0, data_seed_sd)``;
     the trained data defect carries the trained model's shift ``N(0, trained_sd)`` too (with ``data_seed_level``
     equal to ``0.1 - data_effect`` and ``trained_sd=data_seed_sd`` the trained model is one more seed).
+
+    The depth cases of E1's rule 4 (each a line over the steps, ``t`` from 0 at the first step to 1 at the last):
+    ``trained_rise`` is added to the trained curve times ``t``, ``null_rise`` to every passage-level null's (shuffled,
+    cross-passage, positional), whose per-passage noise is ``NOISE`` times a factor going from ``null_noise[0]`` at the
+    first step to ``null_noise[1]`` at the last; ``outlier`` is added times ``t`` to the first passage's trained
+    curve alone.  The shuffled null has ``shuffles`` permutations (``shuffled``, ``shuffled1``, ...), each shifted by
+    its own ``N(0, shuffle_sd)``.  The separation profile (``sep<k>_tv_norm_nosink``, k = 2..4) of the trained model,
+    every permutation and every seed: d(l, l + k) is the condition's step curve at ``l + (k - 1) / 2`` times
+    ``1 + g (k - 1) / 3``, with ``g`` = ``profile_growth`` (trained), ``null_profile_growth`` (the permutations), 0 (the
+    seeds), plus the passage effect and noise.  Heads cluster (E2): the trained heads get a layer effect
+    ``N(0, layer_sd)`` and a value-group effect ``N(0, group_sd)`` shared by the heads of a group (``groups`` groups of
+    a layer's heads, in order; every head its own group by default).  These draws come from a second generator, so
+    that the other values are those of a record without them.
     """
     rng = np.random.default_rng(seed)
     S = layers - 1
     u = TAU * rng.standard_normal(passages)                                  # the shared passage effect
 
-    def curve(mean, scale=1.0):                                              # (len(mean), passages)
+    def curve(mean, scale=1.0, noise=1.0):                                   # (len(mean), passages)
         mean = np.asarray(mean, dtype=float)[:, None]
-        return mean + scale * (u[None, :] + NOISE * rng.standard_normal((len(mean), passages)))
+        noise = np.asarray(noise, dtype=float).reshape(-1, 1)
+        return mean + scale * (u[None, :] + noise * NOISE * rng.standard_normal((len(mean), passages)))
 
     def per_head(mean):
         return mean + HEAD_NOISE * rng.standard_normal((layers, heads))
@@ -68,16 +85,18 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     effect = np.linspace(e1_early, e1_late, S)
     seed_level = float(1.0 - effect[-1] + gap_shift) + seed_gap * seed_sd
     own = trained_sd * rng.standard_normal()
-    trained_mean = 1.0 - effect + gap_shift + own
+    t = np.linspace(0.0, 1.0, S)
+    trained_mean = 1.0 - effect + gap_shift + own + trained_rise * t
+    spread = np.linspace(null_noise[0], null_noise[1], S)
     trained = {"tv_norm_nosink": curve(trained_mean),
-               "positional_tv_norm_nosink": curve(np.full(S, 1.0)),
-               "cross_passage_tv_norm_nosink": curve(np.full(S, 1.05)),
+               "positional_tv_norm_nosink": curve(1.0 + null_rise * t, noise=spread),
+               "cross_passage_tv_norm_nosink": curve(1.05 + null_rise * t, noise=spread),
                "head_defect": per_head(0.3 - heads_effect + own), "head_defect_gaussian": per_head(0.3),
                "data_defect": curve(np.full(layers, 0.1 - data_effect), 0.2),
                "data_defect_nosink": curve(np.full(layers, 0.1 - data_effect + own), 0.2),
                "data_defect_cross": curve(np.full(layers, 0.1), 0.2),
                "data_defect_gaussian": curve(np.full(layers, 0.1), 0.2)}
-    conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(np.full(S, 1.1))}}
+    conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(1.1 + null_rise * t, noise=spread)}}
     for s in range(seeds):
         shift = seed_sd * rng.standard_normal()
         conditions[f"random{s}"] = {"tv_norm_nosink": curve(np.full(S, seed_level + shift)),
@@ -85,12 +104,57 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
                                     "data_defect": curve(np.full(layers, 0.1 + seed_gap * seed_sd + shift), 0.2)}
     for key in ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")[:seeds]:
         trained[key] = curve(np.full(layers, data_seed_level + data_seed_sd * rng.standard_normal()), 0.2)
+    _depth_cases(conditions, rng=np.random.default_rng([seed, 2026]), u=u, S=S, layers=layers, t=t,
+                 trained_mean=trained_mean, null_mean=1.1 + null_rise * t, spread=spread, shuffles=shuffles,
+                 shuffle_sd=shuffle_sd, profile_growth=profile_growth, null_profile_growth=null_profile_growth,
+                 outlier=outlier, layer_sd=layer_sd, group_sd=group_sd, groups=groups, heads=heads)
     conditions = {c: {m: v.tolist() for m, v in values.items()} for c, values in conditions.items()}
     if nan_at is not None:
         cond, metric, layer = nan_at
         conditions[cond][metric][layer] = [float("nan")] * len(conditions[cond][metric][layer])
-    return {"model": model, "family": family, "encoder": encoder, "layers": layers, "passages": passages,
-            "heads": heads, "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
+    out = {"model": model, "family": family, "encoder": encoder, "layers": layers, "passages": passages,
+           "heads": heads, "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
+    if groups is not None:
+        out["groups"] = groups
+    return out
+
+
+def _depth_cases(conditions, *, rng, u, S, layers, t, trained_mean, null_mean, spread, shuffles, shuffle_sd,
+                 profile_growth, null_profile_growth, outlier, layer_sd, group_sd, groups, heads) -> None:
+    """The shuffled null's permutations, the separation profiles, the outlier passage and the heads' clusters of
+    :func:`record`, added to ``conditions`` in place (from their own generator ``rng``)."""
+    B = len(u)
+
+    def noisy(mean, noise=1.0):
+        mean = np.asarray(mean, dtype=float)[:, None]
+        return mean + u[None, :] + np.asarray(noise).reshape(-1, 1) * NOISE * rng.standard_normal((len(mean), B))
+
+    base = conditions["shuffled"]["tv_norm_nosink"]
+    for p in range(shuffles):
+        shift = shuffle_sd * rng.standard_normal()
+        name = "shuffled" if p == 0 else f"shuffled{p}"
+        conditions[name] = {"tv_norm_nosink": base + shift if p == 0 else noisy(null_mean + shift, spread)}
+    if shuffles == 0:
+        del conditions["shuffled"]
+    steps = np.arange(S, dtype=float)
+
+    def profile(cond, line, g):
+        for k in (2, 3, 4):
+            if layers - k >= 1:
+                at = np.interp(np.arange(layers - k) + (k - 1) / 2, steps, line)
+                conditions[cond][f"sep{k}_tv_norm_nosink"] = noisy(at * (1 + g * (k - 1) / 3))
+
+    profile("trained", trained_mean, profile_growth)
+    for c in [c for c in conditions if c.startswith("shuffled")]:
+        profile(c, conditions[c]["tv_norm_nosink"].mean(1) - u.mean(), null_profile_growth)
+    for c in [c for c in conditions if c.startswith("random")]:
+        profile(c, conditions[c]["tv_norm_nosink"].mean(1) - u.mean(), 0.0)
+    conditions["trained"]["tv_norm_nosink"][:, 0] += outlier * t
+    if layer_sd or group_sd:
+        G = groups or heads
+        effect = layer_sd * rng.standard_normal((layers, 1)) + np.repeat(
+            group_sd * rng.standard_normal((layers, G)), heads // G, axis=1)
+        conditions["trained"]["head_defect"] = conditions["trained"]["head_defect"] + effect
 
 
 def ladder(*, sizes=(1e8, 3e8, 1e9, 3e9, 1e10), slope: float = 0.0, model_sd: float = 0.0, seed: int = 0,
