@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rules_history as H
+from .prose import names
 from .record import archived_view
 from .report import E2_RULE, RULE, e1_table, e2_table, e3, resample
 from .verdicts import MIN_SEEDS, check_reports
@@ -22,10 +23,13 @@ E3_METRICS = ("tv_norm_nosink", "head_defect")
 
 def _combine(verdicts: list[str]) -> str:
     """One structure's verdict from its models': "undefined" if any model's is; else, over the models with
-    enough data, their common verdict or "partly" (mixed); "insufficient data" if no model has enough.
+    enough data, their common verdict, or "inconclusive" if they differ and one of them is, or else "partly"
+    (mixed); "insufficient data" if no model has enough.
 
     >>> _combine(["holds", "holds"]), _combine(["holds", "partly"]), _combine(["holds", "insufficient data"])
     ('holds', 'partly', 'holds')
+    >>> _combine(["holds", "inconclusive"])
+    'inconclusive'
     >>> _combine(["holds", "undefined"]), _combine(["insufficient data"])
     ('undefined', 'insufficient data')
     """
@@ -34,7 +38,9 @@ def _combine(verdicts: list[str]) -> str:
     decided = [v for v in verdicts if v != "insufficient data"]
     if not decided:
         return "insufficient data"
-    return decided[0] if len(set(decided)) == 1 else "partly"
+    if len(set(decided)) == 1:
+        return decided[0]
+    return "inconclusive" if "inconclusive" in decided else "partly"
 
 
 NEED = ("model", "encoder", "family", "non_embedding_parameters")    # what the scorecard reads of each report
@@ -58,6 +64,35 @@ def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list
         for metric in E3_METRICS:
             rows.append({"structure": structure, **e3(group, metric, seed=seed)})
     return rows
+
+
+def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, *, n_boot: int = 1000,
+               seed: int = 0) -> list[dict]:
+    """``rows`` with each E1 and E2 word kept only where the rule gives the same word with the model's ablated
+    measurement in its place (``swapped``: ``{model: report}``, e.g. :func:`connlap_lite.report.substitute` of a
+    4-bit round trip); a word that changes becomes *inconclusive*, the two words kept in the model's entry under
+    ``"moved"`` (``{name: (word, word after)}``), and the structure's word is combined again. Each rule is applied
+    to the structure's models as one table, as the registered verdicts are.
+
+    A word that flips under a quantisation round trip rests on a difference that quantisation alone can make."""
+    out = []
+    for row in rows:
+        mine = [m for m in row.get("models", []) if isinstance(m, str) and m in swapped]
+        if row["claim"] not in ("E1", "E2") or not mine:
+            out.append(row)
+            continue
+        group = [swapped.get(r["model"], r) for r in reports if r["model"] in row["models"]]
+        table = e1_table(group, n_boot=n_boot, seed=seed) if row["claim"] == "E1" else \
+            e2_table(group, n_boot=n_boot, seed=seed)
+        after = {x["model"]: x["verdict"] for x in table}
+        per = []
+        for x in row["per_model"]:
+            m = x["model"]
+            if m in swapped and after[m] != x["verdict"]:
+                x = {**x, "verdict": "inconclusive", "moved": {**x.get("moved", {}), name: (x["verdict"], after[m])}}
+            per.append(x)
+        out.append({**row, "per_model": per, "verdict": _combine([x["verdict"] for x in per])})
+    return out
 
 
 def _key(row: dict) -> tuple:
@@ -181,6 +216,32 @@ def rule_changes(reports: list[dict]) -> list[dict]:
     return out
 
 
+SUPPORT = {"holds": 3, "partly": 2, "inconclusive": 1, "does not hold": 0}   # how far a word supports the claim
+
+
+def direction(pairs) -> str:
+    """Which way a rule change moved the verdicts, from its ``(old, new)`` pairs: towards the paper's claim (more
+    support by :data:`SUPPORT`), away from it, both ways, or not at all; words outside :data:`SUPPORT`
+    (insufficient data, undefined) count as no move.
+
+    >>> direction([("partly", "holds"), ("holds", "holds")])
+    'towards the claim (1 verdict towards it, none away)'
+    >>> direction([("holds", "does not hold"), ("partly", "holds")])
+    'both ways (1 verdict towards the claim, 1 away from it)'
+    >>> direction([("holds", "holds")])
+    'no verdict moved'
+    """
+    moves = [SUPPORT[b] - SUPPORT[a] for a, b in pairs if a in SUPPORT and b in SUPPORT]
+    up, down = sum(m > 0 for m in moves), sum(m < 0 for m in moves)
+    if not up and not down:
+        return "no verdict moved"
+    if up and down:
+        return f"both ways ({up} verdict{'s' * (up != 1)} towards the claim, {down} away from it)"
+    if up:
+        return f"towards the claim ({up} verdict{'s' * (up != 1)} towards it, none away)"
+    return f"away from the claim ({down} verdict{'s' * (down != 1)} away from it, none towards it)"
+
+
 def rule_changes_markdown(changes: list[dict]) -> str:
     """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule (or
     measurement), why, and the verdicts old -> new.
@@ -193,7 +254,7 @@ def rule_changes_markdown(changes: list[dict]) -> str:
     ...             "old": "d", "new": "e", "why": "f", "verdicts": {1: {("E1", "m"): ("partly", "partly")}}}
     >>> print(rule_changes_markdown([change, measured]))
     - **E1, rule 2 -> rule 3, changed 2026-12-01.** Before: a. Now: b. Why: c.
-      Verdicts, old -> new: m: holds -> partly.
+      Verdicts, old -> new: m: holds -> partly. On these measurements the change moved the verdicts away from the claim (1 verdict away from it, none towards it).
     - **Measurement of `x`, changed 2026-11-30.** Before: d. Now: e. Why: f.
       E1 by rule 1, as measured before -> now: m: partly -> partly.
     """
@@ -203,7 +264,9 @@ def rule_changes_markdown(changes: list[dict]) -> str:
             lines.append(f"- **{c['claim']}, rule {c['from']} -> rule {c['to']}, changed {c['date']}.** "
                          f"Before: {c['old']}. Now: {c['new']}. Why: {c['why']}.")
             who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in c["verdicts"].items())
-            lines.append(f"  Verdicts, old -> new: {who}.")
+            lines.append(f"  Verdicts, old -> new: {who}. On these measurements the change moved the verdicts "
+                         f"{direction(c['verdicts'].values())}."
+                         .replace("moved the verdicts no verdict moved", "moved no verdict"))
             continue
         lines.append(f"- **Measurement of {c['metric']}, changed {c['date']}.** Before: {c['old']}. Now: "
                      f"{c['new']}. Why: {c['why']}.")
@@ -221,7 +284,7 @@ def rule_changes_markdown(changes: list[dict]) -> str:
 
 
 # The verdict boxes' plain words: each claim as a sentence, each registered metric as what it measures.
-CLAIM_WORDS = {"E1": "Attention settles into stable operators with depth",
+CLAIM_WORDS = {"E1": "Attention converges to stable operators with depth",
                "E2": "Transports become close to scaled isometries",
                "E3": "Both grow stronger with model size"}
 METRIC_WORDS = {
@@ -239,6 +302,7 @@ METRIC_TITLES = {"tv_norm_nosink": "distance between consecutive layers",
                  "head_defect": "heads' distance from an isometry",
                  "head_defect_gain": "heads' distance, norm gains folded in",
                  "data_defect": "spread of the heads' gains on the data",
+                 "data_defect_nosink": "spread of the heads' gains on the data, sinks left out",
                  "edge_defect": "heaviest edges' distance from an isometry"}
 GRID_WORDS = {"E1": "E1: settles with depth", "E2": "E2: near scaled isometries", "E3": "E3: stronger with size"}
 
@@ -256,6 +320,22 @@ def grid_rows() -> dict[str, str]:
                          "them to connlap_lite.scorecard's METRIC_TITLES")
     return {"E1": GRID_WORDS["E1"], "E2": GRID_WORDS["E2"],
             **{f"E3 ({m})": f"{GRID_WORDS['E3']},\nby the {METRIC_TITLES[m]}" for m in E3_METRICS}}
+
+
+def per_model(rows: list[dict], claim: str = "E1") -> str:
+    """Each model's verdict of ``claim`` in the scorecard ``rows``, grouped by word: ``'*holds* on a, b;
+    *does not hold* on c'`` (the words of the verdict grid, in the rows' order).
+
+    >>> per_model([{"claim": "E1", "per_model": [{"model": "a", "verdict": "holds"},
+    ...                                           {"model": "b", "verdict": "partly"}]}])
+    '*holds* on a; *partly* on b'
+    """
+    by: dict[str, list[str]] = {}
+    for r in rows:
+        if r["claim"] == claim:
+            for x in r["per_model"]:
+                by.setdefault(x["verdict"], []).append(x["model"])
+    return "; ".join(f"*{w}* on {names(ms)}" for w, ms in by.items())
 
 
 def _plain(words: dict, key: str, what: str) -> str:
