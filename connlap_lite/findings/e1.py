@@ -661,12 +661,18 @@ def quantisation(report: dict, q4: dict, q4_grid: dict, grid: dict) -> str:
     m = report["model"]
     shift = {k: float(np.abs(layer_means(q4, k) - layer_means(report, k)).max()
                       / np.abs(layer_means(report, k)).max()) for k in METRICS}
-    changed = [k for k in METRICS if label(q4_grid[k]) != label(grid[m, k])]
+    def before(k):           # the rule's word before the round trip's check (scorecard.same_after)
+        moved = grid[m, k].get("moved", {})
+        return next(iter(moved.values()))[0] if moved else label(grid[m, k])
+    changed = [k for k in METRICS if label(q4_grid[k]) != before(k)]
+    gated = [k for k in changed if grid[m, k]["verdict"] == "inconclusive" and grid[m, k].get("moved")]
     return (f"The 4-bit round trip moves {m}'s curves by at most {span(shift.values(), '{:.0%}')} of each curve's "
             "largest value (metric by metric), and changes "
-            + (f"{len(changed)} of its {len(METRICS)} verdicts: "
-               + ", ".join(f"`{k}` ({label(grid[m, k])} -> {label(q4_grid[k])})" for k in changed) if changed
-               else f"none of its {len(METRICS)} verdicts") + ".")
+            + (f"{len(changed)} of its {len(METRICS)} words: "
+               + ", ".join(f"`{k}` ({before(k)} -> {label(q4_grid[k])})" for k in changed) if changed
+               else f"none of its {len(METRICS)} words") + "."
+            + (f" A word that the round trip changes does not stand: {names([f'`{k}`' for k in gated])} "
+               f"{'is' if len(gated) == 1 else 'are'} registered as *inconclusive* for {m}." if gated else ""))
 
 
 def long_context(short: dict, long: dict, layer_types: list[str], short_row: dict, long_row: dict,
