@@ -338,6 +338,23 @@ def per_model(rows: list[dict], claim: str = "E1") -> str:
     return "; ".join(f"*{w}* on {names(ms)}" for w, ms in by.items())
 
 
+def loo_span(across: dict) -> str:
+    """An E3 fit's leave-one-model-out slopes as a range, saying how many were not computed (the models left span
+    less than 0.3 decades of size).
+
+    >>> loo_span({"leave_one_out": {"a": -1.0, "b": 0.5, "c": None}})
+    '-1.000 to +0.500 (1 not computed: the models left span less than 0.3 decades)'
+    >>> loo_span({"leave_one_out": {"a": None}})
+    'not computed (the models left span less than 0.3 decades)'
+    """
+    values = [v for v in across["leave_one_out"].values() if v is not None]
+    skipped = len(across["leave_one_out"]) - len(values)
+    if not values:
+        return "not computed (the models left span less than 0.3 decades)"
+    return (f"{min(values):+.3f} to {max(values):+.3f}"
+            + (f" ({skipped} not computed: the models left span less than 0.3 decades)" if skipped else ""))
+
+
 def _plain(words: dict, key: str, what: str) -> str:
     if key not in words:
         raise ValueError(f"no plain words for the {what} {key!r}: add them to connlap_lite.scorecard's "

@@ -165,7 +165,7 @@ def what_the_data_say(reports: list[dict], rows: dict) -> str:
     gap_above = [m for m in CLAIM_METRICS if all(x["gap"] > 0 for x in rows["decoder", m]["models"])]
     against = sorted({x["null"] for m in gap_above for x in rows["decoder", m]["models"]})
     flips = [m for m in CLAIM_METRICS if rows["decoder", m]["across"]
-             and len({np.sign(v) for v in rows["decoder", m]["across"]["leave_one_out"].values()}) == 2]
+             and len({np.sign(v) for v in rows["decoder", m]["across"]["leave_one_out"].values() if v is not None}) == 2]
     sink = scale_slope(decoders, "sink")
     sink_way = "falls" if sink["hi"] < 0 else "rises" if sink["lo"] > 0 else "shows no clear slope"
     return "\n".join([

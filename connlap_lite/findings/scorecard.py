@@ -12,7 +12,7 @@ import html
 from ..prose import names, span, tally
 from ..record import random_nulls
 from ..report import CONFIRMATION_SEED, E2_RULE, RULE, RULE_DATE, e1_table, e2_table
-from ..scorecard import _key, rule_changes_markdown, verdict_box
+from ..scorecard import _key, loo_span, rule_changes_markdown, verdict_box
 from ..scorecard import rule_changes as _changes
 from ..verdicts import MIN_SEEDS, VERDICTS
 
@@ -89,9 +89,8 @@ def numbers(row: dict) -> str:
     parts = [f"{fam}: slope {w['slope']:+.3f} per decade {_ci(w['interval'])}" for fam, w in row["within"].items()]
     parts += [f"step {s['from']} -> {s['to']}: gap {s['change']:+.3f} {_ci(s['interval'])}" for s in row["steps"]]
     if row["across"]:
-        loo = row["across"]["leave_one_out"].values()
         parts.append(f"across families (exploratory): {row['across']['slope']:+.3f} per decade "
-                     f"{_ci(row['across']['interval'])}, leaving one model out {min(loo):+.3f} to {max(loo):+.3f}")
+                     f"{_ci(row['across']['interval'])}, leaving one model out {loo_span(row['across'])}")
     families = sorted({m["family"] for m in row["models"]})
     return "; ".join(parts) or f"{len(row['models'])} model(s) from {len(families)} family: no slope"
 
@@ -178,9 +177,8 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     for r in e3_rows:
         part = f"on `{r['metric']}`, **{r['verdict']}** for {_structure(r)}"
         if r["across"]:
-            loo = r["across"]["leave_one_out"].values()
             part += (f" (the exploratory fit across families: {r['across']['slope']:+.3f} per decade, 95% "
-                     f"interval {_ci(r['across']['interval'])}, and {min(loo):+.3f} to {max(loo):+.3f} when one "
+                     f"interval {_ci(r['across']['interval'])}, and {loo_span(r['across'])} when one "
                      "model is left out)")
         parts.append(part)
     sizes: dict[tuple, set] = {}
