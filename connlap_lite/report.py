@@ -149,8 +149,8 @@ def boot_p(means: np.ndarray, units: int) -> np.ndarray:
     True
     """
     m = means.mean(-2, keepdims=True)
-    wide = m + expansion(units) * (means - m)
-    p = (1 + (wide >= 0).sum(-2)) / (means.shape[-2] + 1)
+    # m + e (x - m) >= 0, that is x >= m (1 - 1 / e): the widened draw that does not win
+    p = (1 + (means >= m * (1 - 1 / expansion(units))).sum(-2)) / (means.shape[-2] + 1)
     return np.where(np.isfinite(means).all(-2), p, np.nan)
 
 
@@ -229,12 +229,14 @@ def _holm_words(rows: list[dict], conditions: tuple, word_of, stable_p: str = "_
             fam = np.repeat(family[None], len(draws), 0)
             fam[:, mine] = draws[:, [slots[k][1] for k in mine]]
             won = holm_rows(fam)[:, mine] < ALPHA                              # (NaN: not won)
-            words = []
-            for w in won:
+            combos, which = np.unique(won, axis=0, return_inverse=True)
+            said = []
+            for w in combos:                                                   # each pattern of flags once
                 f = [None if p in r.get("_skip", ()) else False for p, _ in conditions]
                 for k, ok in zip(mine, w):
                     f[slots[k][1]] = bool(ok)
-                words.append(word_of(*f))
+                said.append(word_of(*f))
+            words = [said[j] for j in np.ravel(which)]
             r["verdict"], r["word_stability"] = _stable_word(r["word"], words)
         else:
             r["word"], r["word_stability"] = r["verdict"], None
@@ -482,20 +484,32 @@ def hierarchical_draws(layers: int, groups: int, n_boot: int, seed: int) -> tupl
     return rng.integers(0, layers, (n_boot, layers)), rng.integers(0, groups, (n_boot, layers, groups))
 
 
+def hierarchical_weights(draws, groups: int) -> np.ndarray:
+    """``(n_boot, layers * groups)``: how often each (layer, value group) is drawn in each hierarchical resample
+    (:func:`hierarchical_draws`), over ``layers * groups``: ``weights @ group_means.ravel()`` is each resample's
+    mean."""
+    layer_idx, group_idx = draws
+    n, L = layer_idx.shape
+    per_slot = (group_idx[..., None] == np.arange(groups)).sum(-2)            # (n_boot, layers, groups)
+    W = np.zeros((n, L, groups))
+    np.add.at(W, (np.repeat(np.arange(n), L), layer_idx.reshape(-1)), per_slot.reshape(n * L, groups))
+    return W.reshape(n, L * groups) / (L * groups)
+
+
 def hierarchical_means(values: np.ndarray, groups: int, draws) -> np.ndarray:
-    """Each hierarchical resample's mean of ``values`` (``(..., layers, heads)``, heads in value-group order):
-    ``(..., n_boot)``.
+    """Each hierarchical resample's mean of ``values`` (``(..., layers, heads)``, heads in value-group order, a
+    group's heads next to each other): ``(..., n_boot)``.  ``draws``: :func:`hierarchical_draws`, or their
+    :func:`hierarchical_weights`.
 
     >>> a = np.arange(12.0).reshape(3, 4)
-    >>> d = hierarchical_draws(3, 2, 5, 0)
-    >>> bool(np.allclose(hierarchical_means(a, 2, (np.tile(np.arange(3), (5, 1)), np.tile(np.arange(2), (5, 3, 1)))),
-    ...                  a.mean()))
+    >>> same = (np.tile(np.arange(3), (5, 1)), np.tile(np.arange(2), (5, 3, 1)))   # every layer and group once
+    >>> bool(np.allclose(hierarchical_means(a, 2, same), a.mean()))
     True
     """
-    layer_idx, group_idx = draws
-    L, H = values.shape[-2:]
+    W = draws if isinstance(draws, np.ndarray) else hierarchical_weights(draws, groups)
+    H = values.shape[-1]
     g = values.reshape(*values.shape[:-1], groups, H // groups).mean(-1)     # (..., layers, groups)
-    return g[..., layer_idx[..., None], group_idx].mean((-1, -2))
+    return g.reshape(*g.shape[:-2], -1) @ W.T
 
 
 def e2_word(heads, data) -> str:
@@ -522,7 +536,7 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     seed_heads = np.array([matrix(report, "head_defect", s) for s in seeds])
     L, H = heads.shape
     G = value_groups(report, H)
-    hd = hierarchical_draws(L, G, n_boot, seed)
+    hd = hierarchical_weights(hierarchical_draws(L, G, n_boot, seed), G)
     diff = heads - gaussian
     p_gauss = _p_win(hierarchical_means(diff, G, hd), L) if L >= 2 else float("nan")
     p_seeds = float(units_p(heads.mean(), seed_heads.mean((1, 2))))
@@ -545,7 +559,7 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     grouped = lambda a: a.reshape(*a.shape[:-1], G, H // G).mean(-1)       # noqa: E731  (..., layers, groups)
     pick = lambda a: grouped(a)[..., ol[:, :, None], og]                    # noqa: E731  (..., resamples, L, G)
     d_r = pick(diff)                                                        # (resamples, layers, groups)
-    ph = (boot_p(d_r[:, hd[0][..., None], hd[1]].mean((-1, -2))[..., None], L)[:, 0] if L >= 2
+    ph = (boot_p((d_r.reshape(resamples, -1) @ hd.T)[..., None], L)[:, 0] if L >= 2
           else np.full(resamples, np.nan))
     ps = units_p(pick(heads).mean((-1, -2)), pick(seed_heads).mean((-1, -2)).T)
     pdg = boot_p(np.matmul(Cd, (data - gauss_data)[od][..., None]), B)[:, 0]

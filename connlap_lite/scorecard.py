@@ -66,19 +66,20 @@ def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list
     return rows
 
 
-def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, *, n_boot: int = 1000,
-               seed: int = 0) -> list[dict]:
+def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, *, claims=("E1", "E2"),
+               n_boot: int = 1000, seed: int = 0) -> list[dict]:
     """``rows`` with each E1 and E2 word kept only where the rule gives the same word with the model's ablated
     measurement in its place (``swapped``: ``{model: report}``, e.g. :func:`connlap_lite.report.substitute` of a
     4-bit round trip); a word that changes becomes *inconclusive*, the two words kept in the model's entry under
     ``"moved"`` (``{name: (word, word after)}``), and the structure's word is combined again. Each rule is applied
-    to the structure's models as one table, as the registered verdicts are.
+    to the structure's models as one table, as the registered verdicts are. ``claims``: those checked (E2 needs the
+    ablated report's data seeds).
 
     A word that flips under a quantisation round trip rests on a difference that quantisation alone can make."""
     out = []
     for row in rows:
         mine = [m for m in row.get("models", []) if isinstance(m, str) and m in swapped]
-        if row["claim"] not in ("E1", "E2") or not mine:
+        if row["claim"] not in claims or not mine:
             out.append(row)
             continue
         group = [swapped.get(r["model"], r) for r in reports if r["model"] in row["models"]]

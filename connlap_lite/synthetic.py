@@ -39,7 +39,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
            trained_sd: float = 0.0, data_seed_level: float = 0.1, data_seed_sd: float = DATA_SEED_SD,
            shuffles: int = 5, shuffle_sd: float = 0.01, trained_rise: float = 0.0, null_rise: float = 0.0,
            null_noise: tuple = (1.0, 1.0), profile_growth: float = 0.0, null_profile_growth: float = 0.0,
-           outlier: float = 0.0, layer_sd: float = 0.0, group_sd: float = 0.0, groups: int | None = None) -> dict:
+           outlier: float = 0.0, layer_sd: float = 0.0, group_sd: float = 0.0, groups: int | None = None,
+           null_gap: float = 0.05) -> dict:
     """One model's synthetic record (the shape :func:`connlap_lite.analysis.analyze` writes).
 
     E1 (``tv_norm_nosink``, ``layers - 1`` steps): the strongest passage null ("positional") has mean 1.0 at
@@ -60,7 +61,9 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     The depth cases of E1's rule 4 (each a line over the steps, ``t`` from 0 at the first step to 1 at the last):
     ``trained_rise`` is added to the trained curve times ``t``, ``null_rise`` to every passage-level null's (shuffled,
     cross-passage, positional), whose per-passage noise is ``NOISE`` times a factor going from ``null_noise[0]`` at the
-    first step to ``null_noise[1]`` at the last; ``outlier`` is added times ``t`` to the first passage's trained
+    first step to ``null_noise[1]`` at the last, and which lie ``null_gap`` apart (positional 1.0, cross-passage
+    ``1 + null_gap``, shuffled ``1 + 2 null_gap``, before the rise); ``outlier`` is added times ``t`` to the first
+    passage's trained
     curve alone.  The shuffled null has ``shuffles`` permutations (``shuffled``, ``shuffled1``, ...), each shifted by
     its own ``N(0, shuffle_sd)``.  The separation profile (``sep<k>_tv_norm_nosink``, k = 2..4) of the trained model,
     every permutation and every seed: d(l, l + k) is the condition's step curve at ``l + (k - 1) / 2`` times
@@ -90,13 +93,14 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     spread = np.linspace(null_noise[0], null_noise[1], S)
     trained = {"tv_norm_nosink": curve(trained_mean),
                "positional_tv_norm_nosink": curve(1.0 + null_rise * t, noise=spread),
-               "cross_passage_tv_norm_nosink": curve(1.05 + null_rise * t, noise=spread),
+               "cross_passage_tv_norm_nosink": curve(1.0 + null_gap + null_rise * t, noise=spread),
                "head_defect": per_head(0.3 - heads_effect + own), "head_defect_gaussian": per_head(0.3),
                "data_defect": curve(np.full(layers, 0.1 - data_effect), 0.2),
                "data_defect_nosink": curve(np.full(layers, 0.1 - data_effect + own), 0.2),
                "data_defect_cross": curve(np.full(layers, 0.1), 0.2),
                "data_defect_gaussian": curve(np.full(layers, 0.1), 0.2)}
-    conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(1.1 + null_rise * t, noise=spread)}}
+    conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(1.0 + 2 * null_gap + null_rise * t,
+                                                                             noise=spread)}}
     for s in range(seeds):
         shift = seed_sd * rng.standard_normal()
         conditions[f"random{s}"] = {"tv_norm_nosink": curve(np.full(S, seed_level + shift)),
@@ -105,7 +109,8 @@ def record(*, model: str = "m", layers: int = 12, passages: int = 16, heads: int
     for key in ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")[:seeds]:
         trained[key] = curve(np.full(layers, data_seed_level + data_seed_sd * rng.standard_normal()), 0.2)
     _depth_cases(conditions, rng=np.random.default_rng([seed, 2026]), u=u, S=S, layers=layers, t=t,
-                 trained_mean=trained_mean, null_mean=1.1 + null_rise * t, spread=spread, shuffles=shuffles,
+                 trained_mean=trained_mean, null_mean=1.0 + 2 * null_gap + null_rise * t, spread=spread,
+                 shuffles=shuffles,
                  shuffle_sd=shuffle_sd, profile_growth=profile_growth, null_profile_growth=null_profile_growth,
                  outlier=outlier, layer_sd=layer_sd, group_sd=group_sd, groups=groups, heads=heads)
     conditions = {c: {m: v.tolist() for m, v in values.items()} for c, values in conditions.items()}
@@ -278,3 +283,27 @@ def known(*, effect: float = 0.0, effects: dict | None = None, passages: int = 8
     return {"model": model, "family": "synthetic", "encoder": encoder, "absolute_positions": absolute_positions,
             "layers": L, "heads": 12, "passages": B, "tokens": 64, "seed": seed, "eps": 0.3, "main": "trained",
             "conditions": conditions}
+
+
+# ------------------------------------------------------------------ E3's power
+def e3_power(counts=(3, 5, 8), *, slope: float = -0.05, model_sd: float = 0.01, decades: tuple = (8.0, 10.0),
+             draws: int = 100, passages: int = 8, seed: int = 0) -> dict[int, float]:
+    """How often E3's rule in force (:func:`connlap_lite.report.e3`) says "holds" on one family of each number of
+    sizes in ``counts``, spread evenly over ``decades`` (log10 of the non-embedding parameters), the late gap moving
+    ``slope`` per decade with a between-model spread ``model_sd`` (:func:`ladder`, ``passages`` passages each):
+    ``{sizes: share of draws}``, over ``draws`` seeded ladders per count (each share within
+    ``sqrt(p (1 - p) / draws)`` of the rule's power).
+
+    >>> power = e3_power((3, 8), draws=4)
+    >>> sorted(power), all(0 <= v <= 1 for v in power.values())
+    ([3, 8], True)
+    """
+    from .report import e3
+
+    out = {}
+    for n in counts:
+        sizes = 10 ** np.linspace(decades[0], decades[1], n)
+        said = [e3(ladder(sizes=sizes, slope=slope, model_sd=model_sd, seed=seed + d, passages=passages, heads=2),
+                   "tv_norm_nosink")["verdict"] for d in range(draws)]
+        out[n] = float(np.mean([v == "holds" for v in said]))
+    return out

@@ -289,7 +289,9 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "**E1, rule 3 -> rule 4, changed 2026-12-04.**" in changes
     assert "**E2, rule 3 -> rule 4, changed 2026-12-02.**" in changes
     assert "**Measurement of `tv_norm_nosink`, changed 2026-11-30.**" in changes
-    rule4 = changes.split("**E1, rule 3 -> rule 4")[1].split("\n- ")[0]
+    for c, old in (("E1", 3), ("E2", 4), ("E3", 3)):
+        assert f"**{c}, rule {old} -> rule {old + 1}, changed 2026-12-04.**" in changes
+    rule4 = changes.split("**E1, rule 3 -> rule 4")[1].split("\n- ")[0]     # the rule in force: the rows' verdicts
     assert all(f"{x['model']}: " in rule4 and f"-> {x['verdict']}" in rule4
                for r in rows if r["claim"] == "E1" for x in r["per_model"])
     assert "On these measurements the change moved" in rule4        # which way, computed

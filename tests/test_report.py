@@ -23,7 +23,8 @@ def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=F
                     "head_defect": _curve(0.3, 0.3, 0.01, rng, L, H),
                     "data_defect": _curve(0.1, 0.1, 0.005, rng)}
     conditions = {f"random{s}": null() for s in range(5)}
-    conditions["shuffled"] = {"tv_norm_nosink": _curve(1.25, 1.25, 0.02, rng, L - 1)}
+    for p in range(5):                                             # the shuffled null's five permutations
+        conditions["shuffled" + (str(p) if p else "")] = {"tv_norm_nosink": _curve(1.25, 1.25, 0.02, rng, L - 1)}
     top = 1.2 + gap
     conditions["trained"] = {
         "tv_norm_nosink": _curve(top + (0.5 if falls else 0), top, 0.02, rng, L - 1),
@@ -33,6 +34,10 @@ def fake(model="m", *, falls=True, gap=-0.3, family="llama", size=1e8, encoder=F
         "data_defect_nosink": _curve(0.1 + data_gap, 0.1 + data_gap, 0.002, rng),
         "data_defect_cross": _curve(0.1, 0.1, 0.002, rng), "data_defect_cross_2": _curve(0.101, 0.101, 0.002, rng),
         "data_defect_cross_3": _curve(0.099, 0.099, 0.002, rng), "data_defect_gaussian": _curve(0.1, 0.1, 0.002, rng)}
+    for cond, values in conditions.items():                       # a flat separation profile, k = 2..4
+        level = float(np.mean(values["tv_norm_nosink"][-1]))
+        for k in (2, 3, 4):
+            values[f"sep{k}_tv_norm_nosink"] = _curve(level, level, 0.02, rng, L - k)
     return {"model": model, "family": family, "encoder": encoder, "layers": L, "passages": B,
             "parameters": size * 1.3, "non_embedding_parameters": size, "conditions": conditions}
 
@@ -61,24 +66,27 @@ def test_a_null_that_falls_as_fast_as_the_trained_curve_takes_the_trend_away():
     r["conditions"]["random3"]["tv_norm_nosink"] = r["conditions"]["trained"]["tv_norm_nosink"]
     assert not H.e1_rule2(r)["falls"]                                     # rule 2: the seeds' rho
     r = fake()
-    assert R.e1(r)["deepens"]
+    assert R.e1(r)["deepens"] and H.e1_rule3(r)["falls"]
     close = [[v + 0.01 for v in layer] for layer in r["conditions"]["trained"]["tv_norm_nosink"]]
     for cond, key in (("trained", "positional_tv_norm_nosink"), ("trained", "cross_passage_tv_norm_nosink"),
-                      ("shuffled", "tv_norm_nosink")):
+                      *((c, "tv_norm_nosink") for c in ("shuffled", "shuffled1", "shuffled2", "shuffled3", "shuffled4"))):
         r["conditions"][cond][key] = close
-    assert not R.e1(r)["deepens"] and not R.e1(r)["falls"]                # rule 3: the margin over the nulls
+    assert not H.e1_rule3(r)["falls"]                                    # rule 3: the margin over the nulls
+    row = R.e1(r)                                                         # rule 4: the curve itself falls; its
+    assert row["falls"] and not row["deepens"]                            # advantage (a finding) does not grow
 
 
 def test_holm_is_applied_across_the_table():
     rows = R.e1_table([fake(m, seed=i) for i, m in enumerate("abcd")])
     for x in rows:
-        assert x["p_trend_holm"] >= x["p_trend"] and x["p_level_holm"] >= x["p_level"]
-        assert x["falls"] == (x["p_trend_holm"] < verdicts.ALPHA)
+        assert x["p_falls_holm"] >= x["p_falls"] and x["p_level_holm"] >= x["p_level"]
+        assert x["p_stable_holm"] >= x["p_stable"]
+        assert x["falls"] == (x["p_falls_holm"] < verdicts.ALPHA)
 
 
 def test_e2_uses_the_nulls_on_the_trained_inputs():
     ok = R.e2(fake())
-    assert ok["verdict"] == "holds" and ok["rule"] == R.E2_RULE == 4 and ok["data_null_seeds"] == 3
+    assert ok["verdict"] == "holds" and ok["rule"] == R.E2_RULE == 5 and ok["data_null_seeds"] == 3
     assert len(ok["data_seed_nulls"]) == 3 and ok["p_data"] == max(ok["p_data_gaussian"], ok["p_data_seeds"])
     one = fake()                                    # one seed's transports: the seeds cannot be units
     del one["conditions"]["trained"]["data_defect_cross_2"], one["conditions"]["trained"]["data_defect_cross_3"]

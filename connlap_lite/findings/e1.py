@@ -38,12 +38,8 @@ DECIDED = ("holds", "partly", "does not hold", "inconclusive")   # the verdicts 
 
 def label(row: dict) -> str:
     """The row's verdict, with the conditions met where it is *partly*. Under rule 4 (a row with ``rule`` 4: three
-    conditions) the conditions met are named: ``'partly (falls)'``, ``'partly (stable)'``, ``'partly (falls,
-    stable)'``. Under rule 3 the first condition is depth-specific: ``'partly (depth)'``; under the earlier rules it
+    conditions) the conditions met are named: ``'partly (falls)'``, ``'partly (stable, level)'``. Under rule 3 the first condition is depth-specific: ``'partly (depth)'``; under the earlier rules it
     was a trend: ``'partly (trend)'``; the second is ``'partly (level)'`` under rules 1 to 3.
-
-    >>> label({"verdict": "partly", "falls": False, "stable": True, "below_nulls": True, "rule": 4})
-    'partly (stable, below the nulls)'
 
     >>> label({"verdict": "partly", "falls": False, "below_nulls": True, "rule": 3})
     'partly (level)'
@@ -51,14 +47,16 @@ def label(row: dict) -> str:
     'partly (depth)'
     >>> label({"verdict": "insufficient data", "falls": True, "below_nulls": True, "rule": 3})
     'insufficient data'
+
+    Under rule 4 (three conditions) a partly names those met:
+
+    >>> label({"verdict": "partly", "falls": False, "stable": True, "below_nulls": True, "rule": 4})
+    'partly (stable, level)'
     """
-    below = row.get("below_nulls", row.get("below_null"))
     if row.get("rule", 0) >= 4:
-        if row["verdict"] != "partly":
-            return row["verdict"]
-        met = [w for w, f in (("falls", row.get("falls")), ("stable", row.get("stable")),
-                              ("below the nulls", below)) if f]
-        return row["verdict"] + (f" ({', '.join(met)})" if met else "")
+        met = [w for w, key in (("falls", "falls"), ("stable", "stable"), ("level", "below_nulls")) if row.get(key)]
+        return row["verdict"] + (f" ({', '.join(met)})" if row["verdict"] == "partly" and met else "")
+    below = row.get("below_nulls", row.get("below_null"))
     if row["verdict"] != "partly" or row.get("falls") == below:
         return row["verdict"]
     first = " (depth)" if row.get("rule", 0) >= 3 else " (trend)"

@@ -78,8 +78,8 @@ def numbers(row: dict) -> str:
         return "; ".join(
             f"{x['model']}: late {x['late_trained']:.3f} vs {x['strongest_null']} "
             f"{x['late_nulls'][x['strongest_null']]:.3f} (gap {_ci(x['gap_interval'])}), margin below the strongest "
-            f"passage-level null {x['early_margin']:+.3f} early, {x['late_margin']:+.3f} late (growth "
-            f"{_ci(x['margin_growth_interval'])}) -> {x['verdict']}" for x in row["per_model"])
+            f"passage-level null {x['early_margin']:+.3f} early, {x['late_margin']:+.3f} late (the curve's own change "
+            f"{_ci(x['trained_rise_interval'])}) -> {x['verdict']}" for x in row["per_model"])
     if row["claim"] == "E2":
         return "; ".join(
             f"{x['model']}: heads {x['head_defect']:.3f} vs {x['strongest_head_null']} "
