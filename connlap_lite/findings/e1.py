@@ -158,7 +158,7 @@ def against_rule3(reports: list[dict], rows: list[dict]) -> str:
     moved = [f"{m} {old[m]} -> {now[m]}" for m in now if m in old and old[m] != now[m]]
     return (f"On these measurements the change from rule 3 moved the verdicts {direction(pairs)}"
             .replace("moved the verdicts no verdict moved", "moved no verdict")
-            + (f" ({'; '.join(moved)})." if moved else "."))
+            + (f": {'; '.join(moved)}." if moved else "."))
 
 
 def summary(reports: list[dict], rows: list[dict]) -> str:
