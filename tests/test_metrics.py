@@ -171,7 +171,7 @@ def test_cli_analyze_offline_model(tmp_path):
                 "--json", str(out), "--no-cache")
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads(out.read_text())
-    assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled"} | {f"random{s}" for s in range(5)}
+    assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled", "shuffled1", "shuffled2", "shuffled3", "shuffled4"} | {f"random{s}" for s in range(5)}
     # three passages are below the rules' minimum (connlap_lite.verdicts.MIN_PASSAGES): too little data for a verdict
     assert rep["verdicts"]["E1"]["verdict"] == "insufficient data" and "cross_passage_tv_norm_nosink" in rep["conditions"]["trained"]
     assert rep["verdicts"]["E2"]["verdict"] == "insufficient data" and "sink_columns" in rep

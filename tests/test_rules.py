@@ -537,3 +537,13 @@ def test_e3_slope_test_has_its_size_and_power():
     assert said(out) <= 0.05
     power = Y.e3_power((3, 8), draws=10)
     assert power[8] >= 0.8 and power[3] < power[8]
+
+
+def test_no_holds_where_the_curve_itself_rises():
+    """Over every row of the harness: a model whose own consecutive-layer distance rises (the interval of late minus
+    early above 0) never gets holds from rule 4 (rule 3 said holds for such models)."""
+    rows = [x for case in CASES for x in judged(case)[0]]
+    rising = [x for x in rows if x["trained_rise_interval"][0] > 0]
+    assert len(rising) >= 20 and not any(x["verdict"] == "holds" for x in rising)
+    old = [x for case in CASES for x in judged(case)[1] if x["trained_rise_interval"][0] > 0]
+    assert any(x["verdict"] == "holds" for x in old)
