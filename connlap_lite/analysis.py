@@ -54,7 +54,7 @@ from .extraction import attention_walks, head_transports, max_positions
 from .memory import check_memory
 from .models import check_model, load_model, model_name
 from .verify import check as verify_check
-from .text import check_bos, check_corpus, check_texts, corpus_digest
+from .text import check_bos, check_corpus, check_split, check_texts, corpus_digest
 from .text import corpus as corpus_texts
 from .text import passages_with_windows
 
@@ -377,7 +377,8 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
-            refresh: bool = False, progress: bool = False, known: bool = False, data_seeds=None) -> "record.Report":
+            refresh: bool = False, progress: bool = False, known: bool = False, data_seeds=None,
+            split: str = "exploratory") -> "record.Report":
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a :class:`connlap_lite.record.Report` (read-only, JSON-able, read like a dict): model facts
@@ -393,6 +394,9 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     by default the first three of ``random_seeds``.
 
     ``corpus`` names the texts (:data:`connlap_lite.text.CORPORA`) unless ``texts`` are given.
+    ``split="confirmation"`` measures the confirmation split instead of the exploratory passages: windows that
+    touch no exploratory draw (:func:`connlap_lite.text.windows`), picked by ``seed`` (the book passes
+    :data:`connlap_lite.report.CONFIRMATION_SEED`); the report records it as ``"split"``.
     ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
     following the tokenizer (None; see :func:`connlap_lite.passages`): the sink ablation of chapter *Scorecard*.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
@@ -410,6 +414,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     else:
         corpus = "texts"
     check_bos(bos)
+    check_split(split)
     data_seeds = random_seeds[:len(record.DATA_SEED_KEYS)] if data_seeds is None else _seeds(data_seeds, "data_seeds")
     if len(data_seeds) > len(record.DATA_SEED_KEYS):
         raise ValueError(f"data_seeds must hold at most {len(record.DATA_SEED_KEYS)} seeds, got {data_seeds}")
@@ -418,6 +423,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
                 corpus_digest=corpus_digest(corpus) if texts is None else None)
     if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
         args["bos"] = bos
+    if split != "exploratory":                      # (absent for the exploratory passages: the key's default)
+        args["split"] = split
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
     held = {}                                       # the loaded model and its twin, for the chapter *Known results*
@@ -458,7 +465,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     if q4:
         quantise_q4(model)
     source = corpus_texts(corpus) if texts is None else texts
-    batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=source, bos=bos)
+    batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=source, bos=bos,
+                                           split=args.get("split", "exploratory"))
     # no number from a layer that the adapter misreads: the walk must reproduce every attention module first
     verify_check(model, {k: v[:2] for k, v in batch.items()})
     facts = describe(model)
@@ -466,7 +474,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     total, non_embedding = parameter_counts(model)
     report = {"schema": SCHEMA, "model": name, **facts, "parameters": total, "non_embedding_parameters": non_embedding,
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus,
-              "corpus_digest": args["corpus_digest"], "bos": bos,
+              "corpus_digest": args["corpus_digest"], "bos": bos, "split": args.get("split", "exploratory"),
               "windows": [list(w) for w in windows],
               "data_null_seeds": data_seeds, "conditions": {}}
     label = "random" if random_init else "trained"

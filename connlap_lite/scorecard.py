@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rules_history as H
+from .prose import names
 from .record import archived_view
 from .report import E2_RULE, RULE, e1_table, e2_table, e3, resample
 from .verdicts import MIN_SEEDS, check_reports
@@ -22,10 +23,13 @@ E3_METRICS = ("tv_norm_nosink", "head_defect")
 
 def _combine(verdicts: list[str]) -> str:
     """One structure's verdict from its models': "undefined" if any model's is; else, over the models with
-    enough data, their common verdict or "partly" (mixed); "insufficient data" if no model has enough.
+    enough data, their common verdict, or "inconclusive" if they differ and one of them is, or else "partly"
+    (mixed); "insufficient data" if no model has enough.
 
     >>> _combine(["holds", "holds"]), _combine(["holds", "partly"]), _combine(["holds", "insufficient data"])
     ('holds', 'partly', 'holds')
+    >>> _combine(["holds", "inconclusive"])
+    'inconclusive'
     >>> _combine(["holds", "undefined"]), _combine(["insufficient data"])
     ('undefined', 'insufficient data')
     """
@@ -34,7 +38,9 @@ def _combine(verdicts: list[str]) -> str:
     decided = [v for v in verdicts if v != "insufficient data"]
     if not decided:
         return "insufficient data"
-    return decided[0] if len(set(decided)) == 1 else "partly"
+    if len(set(decided)) == 1:
+        return decided[0]
+    return "inconclusive" if "inconclusive" in decided else "partly"
 
 
 NEED = ("model", "encoder", "family", "non_embedding_parameters")    # what the scorecard reads of each report
@@ -77,6 +83,36 @@ def one_each(reports: list, names: list[str] | None = None) -> list:
                              "counts once in the scorecard; pass one report per model")
         seen[r["model"]] = name
     return reports
+
+
+def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, *, claims=("E1", "E2"),
+               n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """``rows`` with each E1 and E2 word kept only where the rule gives the same word with the model's ablated
+    measurement in its place (``swapped``: ``{model: report}``, e.g. :func:`connlap_lite.report.substitute` of a
+    4-bit round trip); a word that changes becomes *inconclusive*, the two words kept in the model's entry under
+    ``"moved"`` (``{name: (word, word after)}``), and the structure's word is combined again. Each rule is applied
+    to the structure's models as one table, as the registered verdicts are. ``claims``: those checked (E2 needs the
+    ablated report's data seeds).
+
+    A word that flips under a quantisation round trip rests on a difference that quantisation alone can make."""
+    out = []
+    for row in rows:
+        mine = [m for m in row.get("models", []) if isinstance(m, str) and m in swapped]
+        if row["claim"] not in claims or not mine:
+            out.append(row)
+            continue
+        group = [swapped.get(r["model"], r) for r in reports if r["model"] in row["models"]]
+        table = e1_table(group, n_boot=n_boot, seed=seed) if row["claim"] == "E1" else \
+            e2_table(group, n_boot=n_boot, seed=seed)
+        after = {x["model"]: x["verdict"] for x in table}
+        per = []
+        for x in row["per_model"]:
+            m = x["model"]
+            if m in swapped and after[m] != x["verdict"]:
+                x = {**x, "verdict": "inconclusive", "moved": {**x.get("moved", {}), name: (x["verdict"], after[m])}}
+            per.append(x)
+        out.append({**row, "per_model": per, "verdict": _combine([x["verdict"] for x in per])})
+    return out
 
 
 def _key(row: dict) -> tuple:
@@ -200,6 +236,32 @@ def rule_changes(reports: list[dict]) -> list[dict]:
     return out
 
 
+SUPPORT = {"holds": 3, "partly": 2, "inconclusive": 1, "does not hold": 0}   # how far a word supports the claim
+
+
+def direction(pairs) -> str:
+    """Which way a rule change moved the verdicts, from its ``(old, new)`` pairs: towards the paper's claim (more
+    support by :data:`SUPPORT`), away from it, both ways, or not at all; words outside :data:`SUPPORT`
+    (insufficient data, undefined) count as no move.
+
+    >>> direction([("partly", "holds"), ("holds", "holds")])
+    'towards the claim (1 verdict towards it, none away)'
+    >>> direction([("holds", "does not hold"), ("partly", "holds")])
+    'both ways (1 verdict towards the claim, 1 away from it)'
+    >>> direction([("holds", "holds")])
+    'no verdict moved'
+    """
+    moves = [SUPPORT[b] - SUPPORT[a] for a, b in pairs if a in SUPPORT and b in SUPPORT]
+    up, down = sum(m > 0 for m in moves), sum(m < 0 for m in moves)
+    if not up and not down:
+        return "no verdict moved"
+    if up and down:
+        return f"both ways ({up} verdict{'s' * (up != 1)} towards the claim, {down} away from it)"
+    if up:
+        return f"towards the claim ({up} verdict{'s' * (up != 1)} towards it, none away)"
+    return f"away from the claim ({down} verdict{'s' * (down != 1)} away from it, none towards it)"
+
+
 def rule_changes_markdown(changes: list[dict]) -> str:
     """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule (or
     measurement), why, and the verdicts old -> new.
@@ -212,7 +274,7 @@ def rule_changes_markdown(changes: list[dict]) -> str:
     ...             "old": "d", "new": "e", "why": "f", "verdicts": {1: {("E1", "m"): ("partly", "partly")}}}
     >>> print(rule_changes_markdown([change, measured]))
     - **E1, rule 2 -> rule 3, changed 2026-12-01.** Before: a. Now: b. Why: c.
-      Verdicts, old -> new: m: holds -> partly.
+      Verdicts, old -> new: m: holds -> partly. On these measurements the change moved the verdicts away from the claim (1 verdict away from it, none towards it).
     - **Measurement of `x`, changed 2026-11-30.** Before: d. Now: e. Why: f.
       E1 by rule 1, as measured before -> now: m: partly -> partly.
     """
@@ -222,7 +284,9 @@ def rule_changes_markdown(changes: list[dict]) -> str:
             lines.append(f"- **{c['claim']}, rule {c['from']} -> rule {c['to']}, changed {c['date']}.** "
                          f"Before: {c['old']}. Now: {c['new']}. Why: {c['why']}.")
             who = "; ".join(f"{' '.join(k[1:])}: {a} -> {b}" for k, (a, b) in c["verdicts"].items())
-            lines.append(f"  Verdicts, old -> new: {who}.")
+            lines.append(f"  Verdicts, old -> new: {who}. On these measurements the change moved the verdicts "
+                         f"{direction(c['verdicts'].values())}."
+                         .replace("moved the verdicts no verdict moved", "moved no verdict"))
             continue
         lines.append(f"- **Measurement of {c['metric']}, changed {c['date']}.** Before: {c['old']}. Now: "
                      f"{c['new']}. Why: {c['why']}.")
@@ -240,7 +304,7 @@ def rule_changes_markdown(changes: list[dict]) -> str:
 
 
 # The verdict boxes' plain words: each claim as a sentence, each registered metric as what it measures.
-CLAIM_WORDS = {"E1": "Attention settles into stable operators with depth",
+CLAIM_WORDS = {"E1": "Attention converges to stable operators with depth",
                "E2": "Transports become close to scaled isometries",
                "E3": "Both grow stronger with model size"}
 METRIC_WORDS = {
@@ -276,6 +340,39 @@ def grid_rows() -> dict[str, str]:
                          "them to connlap_lite.scorecard's METRIC_TITLES")
     return {"E1": GRID_WORDS["E1"], "E2": GRID_WORDS["E2"],
             **{f"E3 ({m})": f"{GRID_WORDS['E3']},\nby the {METRIC_TITLES[m]}" for m in E3_METRICS}}
+
+
+def per_model(rows: list[dict], claim: str = "E1") -> str:
+    """Each model's verdict of ``claim`` in the scorecard ``rows``, grouped by word: ``'*holds* on a, b;
+    *does not hold* on c'`` (the words of the verdict grid, in the rows' order).
+
+    >>> per_model([{"claim": "E1", "per_model": [{"model": "a", "verdict": "holds"},
+    ...                                           {"model": "b", "verdict": "partly"}]}])
+    '*holds* on a; *partly* on b'
+    """
+    by: dict[str, list[str]] = {}
+    for r in rows:
+        if r["claim"] == claim:
+            for x in r["per_model"]:
+                by.setdefault(x["verdict"], []).append(x["model"])
+    return "; ".join(f"*{w}* on {names(ms)}" for w, ms in by.items())
+
+
+def loo_span(across: dict) -> str:
+    """An E3 fit's leave-one-model-out slopes as a range, saying how many were not computed (the models left span
+    less than 0.3 decades of size).
+
+    >>> loo_span({"leave_one_out": {"a": -1.0, "b": 0.5, "c": None}})
+    '-1.000 to +0.500 (1 not computed: the models left span less than 0.3 decades)'
+    >>> loo_span({"leave_one_out": {"a": None}})
+    'not computed (the models left span less than 0.3 decades)'
+    """
+    values = [v for v in across["leave_one_out"].values() if v is not None]
+    skipped = len(across["leave_one_out"]) - len(values)
+    if not values:
+        return "not computed (the models left span less than 0.3 decades)"
+    return (f"{min(values):+.3f} to {max(values):+.3f}"
+            + (f" ({skipped} not computed: the models left span less than 0.3 decades)" if skipped else ""))
 
 
 def _plain(words: dict, key: str, what: str) -> str:

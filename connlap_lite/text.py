@@ -19,6 +19,7 @@ import hashlib
 import json
 import lzma
 import random
+import weakref
 from functools import lru_cache
 from importlib import resources
 
@@ -175,9 +176,79 @@ def _with_bos(tokenizer, pre: list[int], post: list[int], bos) -> tuple[list[int
     return ([token] + rest if bos else rest), post
 
 
-def _cut(tokenizer, n_passages: int, n_tokens: int, seed: int, texts, corpus: str):
+SPLITS = ("exploratory", "confirmation")
+
+# The exploratory draws: (passages, tokens) at seed 0, every size a chapter or test measured before the rules were
+# frozen (make test's 8 x 64, make book's 32 x 128, the known results' 16 x 64, the long-context 8 x 640 and
+# 3 x 576, the reading chapter's 2 x 64 and the explorers' 4 x 32). The confirmation split leaves out every window
+# that touches one of them.
+EXPLORATORY = ((8, 64), (32, 128), (16, 64), (8, 640), (3, 576), (2, 64), (4, 32))
+
+
+def check_split(split) -> str:
+    """``split`` if it is one of :data:`SPLITS`, else an error listing them.
+
+    >>> check_split("confirmation")
+    'confirmation'
+    >>> check_split("test")
+    Traceback (most recent call last):
+    ...
+    ValueError: split must be one of ('exploratory', 'confirmation'), got 'test'
+    """
+    if not isinstance(split, str) or split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return split
+
+
+_IDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _token_ids(tokenizer, texts: list[str]) -> list[list[int]]:
+    """Every text's token ids (no special tokens); the last two lists of texts per tokenizer are kept, so that
+    drawing several sizes or splits from one corpus tokenises it once (a corpus of 4 million characters takes
+    seconds)."""
+    key = tuple(texts)
+    try:
+        held = _IDS.setdefault(tokenizer, {})
+    except TypeError:                               # (a tokenizer that takes no weak reference: not kept)
+        held = {}
+    if key not in held:
+        while len(held) >= 2:
+            held.pop(next(iter(held)))
+        held[key] = [tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"] for t in texts]
+    return held[key]
+
+
+def _every(ids, body: int) -> list[tuple[int, int]]:
+    """Every non-overlapping window ``(text index, first token)`` of ``body`` tokens, text by text."""
+    return [(i, k) for i, doc in enumerate(ids) for k in range(0, len(doc) - body + 1, body)]
+
+
+def _explored(ids, pre_post: int) -> dict[int, list[tuple[int, int]]]:
+    """Per text, the token spans ``[start, end)`` of every :data:`EXPLORATORY` draw, widened by one token each side
+    (a BOS put first or left out shifts a window's end by one token)."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for n, tokens in EXPLORATORY:
+        body = tokens - pre_post
+        every = _every(ids, body)
+        if body < 2 or len(every) < n:
+            continue
+        for s in random.Random(0).sample(range(len(every)), n):
+            i, k = every[s]
+            spans.setdefault(i, []).append((k - 1, k + body + 1))
+    return spans
+
+
+def _confirmation(ids, every, body: int, pre_post: int) -> list[tuple[int, int]]:
+    """The windows of ``every`` that touch no exploratory window (:data:`EXPLORATORY`)."""
+    spans = _explored(ids, pre_post)
+    return [(i, k) for i, k in every if all(k + body <= a or k >= b for a, b in spans.get(i, ()))]
+
+
+def _cut(tokenizer, n_passages: int, n_tokens: int, seed: int, texts, corpus: str, split: str = "exploratory"):
     """The chosen windows ``[(text index, first token), ...]``, every text's token ids, and the window length: the
-    windows are cut for the tokenizer's own special tokens, so that they do not move when ``bos`` is toggled."""
+    windows are cut for the tokenizer's own special tokens, so that they do not move when ``bos`` is toggled.
+    ``split="confirmation"`` draws only among the windows that no exploratory draw touches."""
     from ._backend import check_int
 
     _check_tokenizer(tokenizer)
@@ -189,19 +260,24 @@ def _cut(tokenizer, n_passages: int, n_tokens: int, seed: int, texts, corpus: st
     if body < 2:
         raise ValueError(f"n_tokens must be an int of at least {len(pre) + len(post) + 2}, got {n_tokens!r}")
     check_int(seed, "seed")
+    check_split(split)
     texts = [text for _, text in works(corpus)] if texts is None else check_texts(texts)
-    ids = [tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"] for t in texts]
-    every = [(i, k) for i, doc in enumerate(ids) for k in range(0, len(doc) - body + 1, body)]
+    ids = _token_ids(tokenizer, texts)
+    every = _every(ids, body)
+    if split == "confirmation":
+        every = _confirmation(ids, every, body, len(pre) + len(post))
     if len(every) < n_passages:
-        raise ValueError(f"the texts give only {len(every)} passages of {n_tokens} tokens (a passage lies within "
-                         f"one text), asked for {n_passages}; pass more or longer texts or ask for fewer or shorter "
-                         "passages")
+        which = " outside the exploratory passages" if split == "confirmation" else ""
+        raise ValueError(f"the texts give only {len(every)} passages of {n_tokens} tokens{which} (a passage lies "
+                         f"within one text), asked for {n_passages}; pass more or longer texts or ask for fewer or "
+                         "shorter passages")
     chosen = [every[s] for s in sorted(random.Random(seed).sample(range(len(every)), n_passages))]
     return chosen, ids, body
 
 
 def windows(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
-            texts: list[str] | None = None, corpus: str = "pydoc") -> list[tuple[int, int]]:
+            texts: list[str] | None = None, corpus: str = "pydoc",
+            split: str = "exploratory") -> list[tuple[int, int]]:
     """Which text span each passage of :func:`passages` is: ``[(text index, first token of its window), ...]``.
 
     The same for every ``bos``: the windows are cut for the tokenizer's own special tokens, and toggling
@@ -209,13 +285,19 @@ def windows(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int =
     ablation can be paired with the passages of the registered measurement
     (:func:`connlap_lite.report.substitute` refuses others).
 
+    ``split="confirmation"`` draws the confirmation split instead: windows that overlap no window of any
+    exploratory draw (:data:`EXPLORATORY`, the sizes the chapters and tests measured at seed 0, with a token's
+    margin for the BOS shift), for this tokenizer; ``seed`` then picks among those
+    (:data:`connlap_lite.report.CONFIRMATION_SEED` in the book).
+
     Chapter: *Replication scorecard*.
     """
-    return _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus)[0]
+    return _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus, split)[0]
 
 
 def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
-             texts: list[str] | None = None, corpus: str = "pydoc", bos: bool | None = None) -> dict:
+             texts: list[str] | None = None, corpus: str = "pydoc", bos: bool | None = None,
+             split: str = "exploratory") -> dict:
     """A batch of ``n_passages`` passages of exactly ``n_tokens`` tokens each.
 
     The texts (``texts``, or else corpus ``corpus`` of :data:`CORPORA`) are tokenised one by one and each
@@ -228,18 +310,20 @@ def passages(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int 
     The windows do not move with ``bos``: each passage is the same text span, its row starting at the same
     token; a BOS put first takes the place of the window's last token, and a BOS left out frees one place,
     filled with the token after the window (before it, where the text ends there).
+    ``split`` picks the exploratory passages (the default) or the confirmation split (:func:`windows`).
     Returns ``{"input_ids": (B, n), "attention_mask": (B, n)}``.
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    return passages_with_windows(tokenizer, n_passages, n_tokens, seed=seed, texts=texts, corpus=corpus, bos=bos)[0]
+    return passages_with_windows(tokenizer, n_passages, n_tokens, seed=seed, texts=texts, corpus=corpus, bos=bos,
+                                 split=split)[0]
 
 
 def passages_with_windows(tokenizer, n_passages: int = 16, n_tokens: int = 128, *, seed: int = 0,
                           texts: list[str] | None = None, corpus: str = "pydoc",
-                          bos: bool | None = None) -> tuple[dict, list[tuple[int, int]]]:
+                          bos: bool | None = None, split: str = "exploratory") -> tuple[dict, list[tuple[int, int]]]:
     """:func:`passages` and :func:`windows` from one tokenisation of the texts."""
-    chosen, ids, _ = _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus)
+    chosen, ids, _ = _cut(tokenizer, n_passages, n_tokens, seed, texts, corpus, split)
     pre, post = _with_bos(tokenizer, *_specials(tokenizer), bos)
     body = n_tokens - len(pre) - len(post)
     if body < 2:

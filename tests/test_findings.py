@@ -37,17 +37,19 @@ def fake(model="dec", *, effect=True, encoder=False, family="llama", size=1e8, s
         c["head_defect_gain"] = c["head_defect"]
         c["data_defect"] = _curve(0.1, 0.1, rng, L)
         c["edge_defect"] = _curve(0.45 if trained else 0.4, 0.45 if trained else 0.4, rng, L, 4)
+        for k in (2, 3, 4):                         # the separation profile: flat at the step's level
+            c[f"sep{k}_tv_norm_nosink"] = _curve(1.3 + 0.05 * k, 1.3 + 0.05 * k, rng, L - k)
         return c
 
     conditions = {f"random{s}": condition(False) for s in range(3)}
-    for name in record.shuffle_names(5):                  # the shuffled null's five permutations (rule 4's units)
-        conditions[name] = condition(True)
+    conditions.update({name: condition(True) for name in record.shuffle_names(5)})   # five shuffle permutations
     trained = condition(True)
     trained["tv_norm_nosink"] = _curve(1.0, 0.5, rng, L - 1) if effect else _curve(1.3, 1.3, rng, L - 1)
     trained["cross_passage_tv_norm_nosink"] = _curve(1.1, 1.1, rng, L - 1)
     trained["positional_tv_norm_nosink"] = _curve(1.12, 1.12, rng, L - 1)
-    for k in (2, 3, 4):
-        trained[f"sep{k}_tv_norm_nosink"] = _curve(0.5 + 0.1 * k, 0.4 + 0.1 * k, rng, L - k)
+    for k in (2, 3, 4):                             # with an effect, the deep layers stay alike at any separation
+        trained[f"sep{k}_tv_norm_nosink"] = (_curve(1.0, 0.5 + 0.005 * k, rng, L - k) if effect else
+                                             _curve(1.3 + 0.1 * k, 1.3 + 0.1 * k, rng, L - k))
     trained["head_defect_gaussian"] = _curve(0.3, 0.3, rng, L, H)
     trained["head_defect_rotation"] = _curve(0.25, 0.25, rng, L, H)
     for k, v in (("data_defect_nosink", 0.08), ("data_defect_cross", 0.1), ("data_defect_cross_2", 0.101),
@@ -96,7 +98,8 @@ def test_e1_verdict_words_are_the_rows(e1_book):
     for r in rows:
         if r["claim"] == "E1":
             assert f"- on {S._on(r)}: **{r['verdict']}**" in box
-            assert f"*{r['verdict']}* for the {r['structure']}" in says["e1_summary"]
+            for x in r["per_model"]:             # each model named under its own word in the opening
+                assert re.search(rf"\*{re.escape(x['verdict'])}\* on [^;.]*\b{x['model']}\b", says["e1_summary"])
     # plain words in the box; the metric's identifier and the per-metric counts folded below them
     assert box.startswith(f"**{S.CLAIM_WORDS['E1']}**, judged by {S.METRIC_WORDS['tv_norm_nosink']}:")
     assert "`" not in box and "_" not in box.replace("**", "")
@@ -125,7 +128,7 @@ def test_e1_sentences_follow_the_data(e1_book):
     reg = F1.registered(rows)
     # the model without an effect is not counted among those below every null, the other decoder is
     assert reg["dec-a"]["below_nulls"] and not reg["dec-b"]["below_nulls"]
-    assert "closer to the next layer's than any null makes it in 2 of 3 models," in says["e1_summary"]
+    assert "closer to the next layer's than any null makes them in 2 of 3 models." in says["e1_summary"]
     assert "every null: 2 of 3 models (enc, dec-a)" in says["e1_main_take"]
     # the sinks grow in every trained model and never in a seed: "training makes the sinks" in every model
     assert "In every model no random-init seed reaches 1/3 of it on the same tokens: training makes the sinks" \
@@ -139,11 +142,14 @@ def test_e1_label_names_the_condition_met():
     assert F1.label({"verdict": "insufficient data", "falls": None}) == "insufficient data"   # new words pass
 
 
-def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
+def test_e1_says_rule_4s_conditions_and_the_shared_structure(e1_book):
     reports, rows, grid, says = e1_book
     reg = F1.registered(rows)
     assert reg["dec-a"]["deepens"] and reg["dec-a"]["shares_structure"] and not reg["dec-b"]["shares_structure"]
-    assert "larger in the last third of the layers than in the first third" in says["e1_summary"]
+    assert "falls from the first third of the layers to the last in 2 of 3 models" in says["e1_summary"]
+    assert "the deep layers stay alike (layers further apart hardly differ more) in 2 of 3 models" in says["e1_summary"]
+    assert "rule 4, registered on 2026-12-04 after the results under rules 1 to 3 had been read" in says["e1_summary"]
+    assert "On these measurements the change from rule 3 moved" in says["e1_summary"]
     assert "at every depth in 2 of 3 models (enc, dec-a)" in says["e1_nulls_says"]
     dec = F1.decoder_finding(reports, rows)          # the decoders' paragraph, with the rows' numbers
     assert dec.strip() == says["e1_decoder_says"] and "shuffled text at every step in 1 of 2 decoders (dec-a)" in dec
@@ -154,7 +160,7 @@ def test_e1_says_rule_3s_conditions_and_the_shared_structure(e1_book):
             f"last, against {a['early_passage_null']:.2f} and {a['late_passage_null']:.2f}") in dec
     assert "*rises*" not in dec                       # dec-b's is flat
     assert "In dec-a it is lower over the last third than over the first" in dec
-    assert "falls with depth" not in says["e1_summary"] + says["e1_main_take"]
+    assert "the deep layers stable: 2 of 3 models (enc, dec-a)" in says["e1_main_take"]
 
 
 def test_e1_says_when_the_distance_rises_with_depth():
@@ -174,10 +180,12 @@ def test_e1_says_when_the_distance_rises_with_depth():
     assert "The distance itself *rises* with depth in dec-r" in dec
     assert "in dec-r the margin grows only because the strongest null rises faster" in dec
     assert "is not the layers converging to a stable operator" in dec
+    # rule 4 asks the distance itself to fall: a rising one never holds, whatever the margin does
+    assert x["verdict"] != "holds" and not x["falls"]
     opening = F1.summary([r], rows)                   # the opening says it in one sentence, with the numbers
-    assert (f"Yet on dec-r the distance between consecutive layers itself rises from the first third to the last "
+    assert (f"On dec-r the distance between consecutive layers rises instead "
             f"(dec-r {x['early_trained']:.2f} to {x['late_trained']:.2f})") in opening
-    assert "the margin grows only because the null rises faster" in opening and len(opening.split(". ")) <= 4
+    assert "*holds*" not in opening
 
 
 def test_e1_sinks_are_compared_on_the_same_columns_and_never_with_zero(e1_book):
@@ -278,6 +286,7 @@ def test_scorecard_headline_and_grid(e1_book):
     for c in ("E1", "E2", "E3"):
         assert f"**{c}, rule 1 -> rule 2, changed 2026-11-30.**" in changes
     assert "**E1, rule 2 -> rule 3, changed 2026-12-01.**" in changes
+    assert "**E1, rule 3 -> rule 4, changed 2026-12-04.**" in changes
     assert "**E2, rule 3 -> rule 4, changed 2026-12-02.**" in changes
     assert "**Measurement of `tv_norm_nosink`, changed 2026-11-30.**" in changes
     for c, old in (("E1", 3), ("E2", 4), ("E3", 3)):
@@ -285,7 +294,8 @@ def test_scorecard_headline_and_grid(e1_book):
     rule4 = changes.split("**E1, rule 3 -> rule 4")[1].split("\n- ")[0]     # the rule in force: the rows' verdicts
     assert all(f"{x['model']}: " in rule4 and f"-> {x['verdict']}" in rule4
                for r in rows if r["claim"] == "E1" for x in r["per_model"])
-    assert "Condition (a), depth-specific" in says["scorecard_says"]
+    assert "On these measurements the change moved" in rule4        # which way, computed
+    assert "Condition (i), the trained distance between consecutive layers falls" in says["scorecard_says"]
 
 
 def test_e2_writes_every_key_and_reads_the_fair_nulls(e1_book):
@@ -715,3 +725,92 @@ def test_e1_structures_on_a_decoder_without_sink_mass(e1_book):
             condition["sink"] = [[0.0] * len(row) for row in condition["sink"]]
     said = F1.structures(reports)
     assert "nan" not in said and "enc has" in said and "within" in said
+
+
+def _segment(lead: str, word: str) -> str:
+    """The part of the scorecard's lead that follows ``*word* for``, up to the next word's."""
+    found = re.search(rf"\*{re.escape(word)}\* for (.*?)(?:; \*|\.$)", lead)
+    assert found, f"the lead names no *{word}*: {lead}"
+    return found.group(1)
+
+
+def test_no_first_screen_contradicts_its_grid(e1_book):
+    """Issue 32, item 8: each empirical chapter's opening and verdict box, and the scorecard's lead, say per model and
+    per structure the verdicts the rules computed (read through the functions that write them, on rows whose
+    decoders disagree: dec-a holds E1, dec-b does not)."""
+    reports, rows, grid, says = e1_book
+    lead = FS.headline(rows)
+    opening = {"E1": says["e1_summary"], "E2": F2.summary(reports, rows)}
+    assert {x["verdict"] for r in rows if r["claim"] == "E1" and r["structure"] == "decoder"
+            for x in r["per_model"]} == {"holds", "does not hold"}
+    for r in rows:
+        box = S.verdict_box(rows, r["claim"]).split("```{dropdown}")[0]
+        assert f"**{r['verdict']}**" in box and f"on {S._on(r)}" in box          # the structure's word
+        part = _segment(lead, r["verdict"])
+        assert FS.CLAIMS[r["claim"]] in part                                    # the lead: the structure's word
+        if r["claim"] == "E3":
+            continue
+        words = {x["verdict"] for x in r["per_model"]}
+        for x in r["per_model"]:
+            assert f"{x['model']}: {x['verdict']}" in box                      # the box: each model's word
+            assert re.search(rf"\*{re.escape(x['verdict'])}\* on [^;.]*\b{x['model']}\b", opening[r["claim"]])
+            if len(words) > 1:                                                 # a mixed structure: each model's own
+                assert f"{x['model']} {x['verdict']}" in part                  # word beside the structure's
+    # the headline names the reading it judges
+    assert "converging to stable operators with depth (E1, read as convergence)" in lead
+    assert S.CLAIM_WORDS["E1"].startswith("Attention converges")
+    # no model whose own consecutive-layer distance rises is said to hold E1
+    for x in F1.registered(rows).values():
+        assert not (x["trained_rise_interval"][0] > 0 and x["verdict"] == "holds")
+
+
+def test_a_word_that_flips_under_a_round_trip_is_inconclusive(e1_book):
+    """Issue 32, item 3: where a quantisation round trip is measured, a word stands only if it is the same after it;
+    the ablation list names the round trip's word."""
+    reports, rows, *_ = e1_book
+    flat = fake("dec-a", effect=False, size=2e8, seed=11)       # dec-a's trained model without its effect
+    swapped = {"dec-a": R.substitute(reports[1], flat)}
+    after = S.same_after(reports, rows, swapped, "4-bit round trip", n_boot=200)
+    x = F1.registered(after)["dec-a"]
+    assert F1.registered(rows)["dec-a"]["verdict"] == "holds"
+    assert x["verdict"] == "inconclusive" and x["moved"]["4-bit round trip"][0] == "holds"
+    assert F1.registered(after)["dec-b"]["verdict"] == F1.registered(rows)["dec-b"]["verdict"]
+    dec = next(r for r in after if r["claim"] == "E1" and r["structure"] == "decoder")
+    assert dec["verdict"] == S._combine([y["verdict"] for y in dec["per_model"]]) == "inconclusive"
+    same = S.same_after(reports, rows, {"dec-a": reports[1]}, "itself", n_boot=200)   # no change: every word stands
+    assert [y["verdict"] for r in same for y in r.get("per_model", [])] == \
+        [y["verdict"] for r in rows for y in r.get("per_model", [])]
+    entries = FS.ablation_entries(reports, swapped, {}, {}, {"dec-a": "4-bit round trip"})
+    registered = {(r["claim"], y["model"]): y["verdict"] for r in rows if r["claim"] in ("E1", "E2")
+                  for y in r["per_model"]}
+    said = FS.ablations(entries, registered, {})
+    assert "E1 on dec-a with 4-bit round trip: holds -> " in said
+
+
+def test_e2_does_not_count_an_edge_gap_within_its_own_round_trip(e1_book):
+    """Issue 32, item 8: a model's edge gap no larger than its own 4-bit shift is counted neither further nor
+    closer than random init."""
+    reports, rows, *_ = e1_book
+    mp = {r["model"]: 0.35 for r in reports}
+    plain = F2.curves(reports, rows, mp, 4)[0]
+    gap = F2.edge_gap_interval(reports[0])[0]
+    shifted = F2.curves(reports, rows, mp, 4, {"enc": abs(gap) + 0.001})[0]
+    assert "enc the gap" not in plain
+    assert f"enc the gap ({gap:+.3f}) is no larger than its own 4-bit round trip's shift" in shifted
+    assert "(enc" not in shifted.split("than those of the random-init model")[1].split(";")[0] or \
+        "enc" not in shifted.split("lies above 0, in ")[1].split(";")[0]
+
+
+def test_the_confirmation_is_shown_apart_and_says_where_it_differs(e1_book):
+    """Issue 32, item 7: the confirmatory verdicts apart from the exploratory ones, dated, and where they differ;
+    without a confirmation the text says the full build runs it."""
+    reports, rows, *_ = e1_book
+    other = S.scorecard([reports[0], fake("dec-a", effect=False, size=2e8, seed=12), reports[2]], n_boot=200)
+    said = FS.confirmation("E1", rows, other, setting=(32, 128), when="2026-12-05")
+    assert said.startswith("**Confirmatory verdicts** (rule 4 of 2026-12-04, frozen") and "2026-12-05" in said
+    assert f"seed {R.CONFIRMATION_SEED}" in said and "They differ on dec-a (exploratory *holds*, confirmatory" in said
+    assert said.index("**Confirmatory") < said.index("**Exploratory")
+    same = FS.confirmation("E2", rows, rows, setting=(32, 128), when="2026-12-05")
+    assert "rule 5 of 2026-12-04" in same and same.endswith("They agree on every one.")
+    none = FS.confirmation("E3", rows, None, setting=(8, 64), when="2026-12-05")
+    assert "the full build (`make book`, CONNLAP_FULL=1)" in none and "exploratory only" in none

@@ -69,3 +69,24 @@ def test_changes_after_a_release_sit_under_unreleased():
             release = m and m.group(2)
         for date in re.findall(r"^###.*\((\d{4}-\d\d-\d\d)\)", line):
             assert release is None or date <= release, f"{line!r} is dated after its release ({release}): move it under ## Unreleased"
+
+
+def _bib_entry(key: str) -> str:
+    bib = (ROOT / "book" / "references.bib").read_text()
+    entry = re.search(r"@\w+\{" + key + r",\n(.*?)\n\}", bib, re.S)
+    assert entry, f"book/references.bib has no entry {key}"
+    return entry.group(1)
+
+
+def test_the_seed_paper_is_cited_with_its_authors_and_arxiv_id():
+    # the seed paper is arXiv:2607.10677 (12 July 2026), by Lin, Chen, Li and others, never "Anonymous"
+    entry = _bib_entry("seed2025connection")
+    fields = dict(re.findall(r"^\s*(\w+)\s*=\s*\{?(.*?)\}?,?\s*$", entry, re.M))
+    assert "anonymous" not in entry.lower(), "the seed paper's bibliography entry says Anonymous"
+    assert fields["author"].startswith("Lin, Binbin and Chen, Wei and Li, Yalun")
+    assert fields["year"] == "2026" and "2607.10677" in entry
+    cited = [r for r in CFF.get("references", []) if "2607.10677" in str(r)]
+    assert len(cited) == 1, "CITATION.cff's references: lists the seed paper arXiv:2607.10677 once"
+    names = [a.get("family-names", a.get("name", "")) for a in cited[0]["authors"]]
+    assert names[:3] == ["Lin", "Chen", "Li"] and not any("anonymous" in n.lower() for n in names)
+    assert cited[0]["year"] == 2026 and cited[0]["title"] in entry.replace("{L}", "L")

@@ -107,3 +107,40 @@ def test_a_passage_lies_within_one_text(tok):
     for row in passages(tok, 3, 24, corpus="narrative", seed=1)["input_ids"][:, 1:-1].tolist():
         assert sum(any(doc[k:k + len(row)] == row for k in range(0, len(doc) - len(row) + 1, len(row)))
                    for doc in ids) >= 1
+
+
+def _spans(windows, body):
+    return {(i, t) for i, k in windows for t in range(k, k + body)}
+
+
+@pytest.mark.parametrize("corpus", text.CORPORA)
+def test_the_confirmation_split_touches_no_exploratory_passage(tok, corpus):
+    """Issue 32: the confirmation passages share no token with any exploratory draw (every size in
+    text.EXPLORATORY at seed 0, make test's 8 x 64 and make book's 32 x 128 among them), nor its neighbour (the BOS
+    shift), and are drawn again the same from the same seed."""
+    from connlap_lite.report import CONFIRMATION_SEED
+
+    pre, post = text._specials(tok)
+    explored = set()
+    for n, k in text.EXPLORATORY:
+        body = k - len(pre) - len(post)
+        try:
+            explored |= _spans(text.windows(tok, n, k, corpus=corpus, seed=0), body)
+        except ValueError:                          # (a corpus too short for a size gives no passage of it)
+            continue
+    assert {(8, 64), (32, 128)} <= set(text.EXPLORATORY)
+    for n, k in ((8, 64), (32, 128)):
+        body = k - len(pre) - len(post)
+        confirm = text.windows(tok, n, k, corpus=corpus, seed=CONFIRMATION_SEED, split="confirmation")
+        assert len(set(confirm)) == n
+        assert confirm == text.windows(tok, n, k, corpus=corpus, seed=CONFIRMATION_SEED, split="confirmation")
+        assert confirm != text.windows(tok, n, k, corpus=corpus, seed=CONFIRMATION_SEED + 1, split="confirmation")
+        widened = {(i, t) for i, k0 in confirm for t in range(k0 - 1, k0 + body + 1)}
+        assert not widened & explored, f"{corpus}: a confirmation passage touches an exploratory one"
+        rows = passages(tok, n, k, corpus=corpus, seed=CONFIRMATION_SEED, split="confirmation")["input_ids"]
+        assert rows.shape == (n, k)
+
+
+def test_a_bad_split_is_refused_with_the_names(tok):
+    with pytest.raises(ValueError, match="split must be one of"):
+        passages(tok, 2, 16, split="holdout")

@@ -17,7 +17,7 @@ from .. import report as R
 from ..prose import names, span, who
 from ..record import depth_trend, late_value, layer_means, random_nulls, third
 from ..rules_history import e1_rule1, e1_table_rule2, e1_table_rule3, in_force
-from ..scorecard import verdict_box
+from ..scorecard import direction, per_model, verdict_box
 from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
 
 GRAPH = ("tv", "tv_norm", "spec", "cross", "rev")
@@ -33,13 +33,13 @@ SINK_FACTOR = 3      # "training makes the sinks": the late sink mass above this
 
 
 # ----------------------------------------------------------------------- reading (report's rules only)
-DECIDED = ("holds", "partly", "does not hold")     # the verdicts that read the conditions' flags
+DECIDED = ("holds", "partly", "does not hold", "inconclusive")   # the verdicts that read the conditions' flags
 
 
 def label(row: dict) -> str:
-    """The row's verdict, with the condition met when exactly one is. Under rule 3 (a row with ``rule`` 3) the
-    first condition is depth-specific: ``'partly (depth)'``; under the earlier rules it was a trend:
-    ``'partly (trend)'``; the second is ``'partly (level)'`` under every rule.
+    """The row's verdict, with the conditions met where it is *partly*. Under rule 4 (a row with ``rule`` 4: three
+    conditions) the conditions met are named: ``'partly (falls)'``, ``'partly (stable, level)'``. Under rule 3 the first condition is depth-specific: ``'partly (depth)'``; under the earlier rules it
+    was a trend: ``'partly (trend)'``; the second is ``'partly (level)'`` under rules 1 to 3.
 
     >>> label({"verdict": "partly", "falls": False, "below_nulls": True, "rule": 3})
     'partly (level)'
@@ -145,41 +145,52 @@ def near_uniform(reports: list[dict]) -> list[str]:
 
 
 # ----------------------------------------------------------------------- the paragraphs
+def against_rule3(reports: list[dict], rows: list[dict]) -> str:
+    """Which way the change from rule 3 to the rule in force moved E1's registered verdicts on these measurements,
+    computed (rule 3 applied again, one table per structure as it was): a sentence naming each move."""
+    old = {}
+    for is_encoder in (True, False):
+        group = [r for r in reports if r["encoder"] == is_encoder]
+        if group:
+            old.update({x["model"]: x["verdict"] for x in e1_table_rule3(group)})
+    now = {x["model"]: x["verdict"] for r in rows if r["claim"] == "E1" for x in r["per_model"]}
+    pairs = [(old[m], now[m]) for m in now if m in old]
+    moved = [f"{m} {old[m]} -> {now[m]}" for m in now if m in old and old[m] != now[m]]
+    return (f"On these measurements the change from rule 3 moved the verdicts {direction(pairs)}"
+            .replace("moved the verdicts no verdict moved", "moved no verdict")
+            + (f": {'; '.join(moved)}." if moved else "."))
+
+
 def summary(reports: list[dict], rows: list[dict]) -> str:
-    """The chapter's opening in two or three plain sentences: in which models each deep layer's attention is
-    closer to the next layer's than every null makes it, and in which its margin below the strongest null made
-    from the model itself grows with depth; what the distance between consecutive layers does from the first
-    third of the layers to the last on the decoders, with its numbers; and the registered verdict per structure.
-    The decoders' levels and margins beside their nulls are :func:`decoder_finding`'s (``e1_decoder_says``), the
-    structure shared at every depth :func:`stronger_nulls`'s."""
+    """The chapter's opening in a few plain sentences: the reading judged (convergence: the distance between
+    consecutive layers falls with depth, the deep layers stay alike, and the late layers are closer than every
+    null), in which models each of its three conditions is met, what the distance does on the models where it
+    rises, with its numbers, and the verdict of the rule in force per model (the verdict grid's words)."""
     reg = registered(rows)
     models = _models(reports)
-    ok = [m for m in models if decided(reg[m])]
-    short = [m for m in models if not decided(reg[m])]
+    ok = [m for m in models if decided(reg[m]) or reg[m]["verdict"] == "inconclusive"]
+    short = [m for m in models if m not in ok]
+    falls = [m for m in ok if reg[m].get("falls")]
+    stable = [m for m in ok if reg[m].get("stable")]
     below = [m for m in ok if reg[m].get("below_nulls")]
-    deepens = [m for m in ok if reg[m].get("deepens")]
-    verdicts = "; ".join(f"*{r['verdict']}* for the {r['structure']}{'s' if len(r['models']) > 1 else ''}"
-                         for r in rows if r["claim"] == "E1")
     n_dec = len(_decoders(reports))
     n_enc = len(models) - n_dec
-    text = (f"On {len(models)} small pretrained models ({n_enc} encoder{'s' * (n_enc != 1)}, {n_dec} "
-            f"decoder{'s' * (n_dec != 1)}), each deep layer's attention (attention sinks set aside) is closer to "
-            f"the next layer's than any null makes it in {who(below, ok, listed=False)}, and its margin below the strongest null "
-            "made from the model itself is larger in the last third of the layers than in the first third in "
-            f"{who(deepens, ok, listed=False)}.")
-    dec = [m for m in _decoders(reports) if decided(reg[m])]
-    rises = [m for m in dec if reg[m]["trained_rise_interval"][0] > 0]
+    text = (f"E1 is read here as the paper words it, convergence: on {len(models)} small pretrained models ({n_enc} "
+            f"encoder{'s' * (n_enc != 1)}, {n_dec} decoder{'s' * (n_dec != 1)}), the distance between consecutive "
+            f"layers' attention (attention sinks set aside) falls from the first third of the layers to the last in "
+            f"{who(falls, ok, listed=False)}; the deep layers stay alike (layers further apart hardly differ more) in "
+            f"{who(stable, ok, listed=False)}; and the late layers are closer to the next layer's than any null makes "
+            f"them in {who(below, ok, listed=False)}.")
+    rises = [m for m in ok if reg[m]["trained_rise_interval"][0] > 0]
     if rises:
-        outrun = [m for m in rises if reg[m]["late_margin"] > reg[m]["early_margin"]]
-        text += (" Yet on " + names(rises) + " the distance between consecutive layers itself rises from the first "
-                 "third to the last (" + "; ".join(f"{m} {reg[m]['early_trained']:.2f} to {reg[m]['late_trained']:.2f}"
-                                                   for m in rises)
-                 + "): their layers become less alike towards the output"
-                 + (", and the margin grows only because the null rises faster." if outrun == rises else "."))
+        text += (" On " + names(rises) + " the distance between consecutive layers rises instead ("
+                 + "; ".join(f"{m} {reg[m]['early_trained']:.2f} to {reg[m]['late_trained']:.2f}" for m in rises)
+                 + "): their layers become less alike towards the output.")
     if short:
         text += (f" The rule gives no verdict on {names(short)} ("
                  + "; ".join(f"{m}: *{reg[m]['verdict']}*" for m in short) + ").")
-    return text + f" {in_force('E1')} gives {verdicts}."
+    return (text + f" {in_force('E1')} gives {per_model(rows)}. {against_rule3(reports, rows)} Input "
+            "independence and reversibility, the other readings, are reported beside it and decide nothing here.")
 
 
 def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
@@ -206,8 +217,9 @@ def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
         f"the model itself (margin {r['early_margin']:+.3f} early, {r['late_margin']:+.3f} late)"
         for m, r in zip(dec, x))
     text = (f" On the decoders, the sink-free distance between consecutive layers is: {levels}. The margin is "
-            f"larger late in {who(grows, dec, 'decoder')}, and significantly so in "
-            f"{who([m for m in dec if reg[m].get('deepens')], dec, 'decoder')}.")
+            f"larger late in {who(grows, dec, 'decoder')}; the advantage over shuffled text grows with depth "
+            f"(a finding beside the verdict, not part of it) in "
+            f"{who([m for m in dec if reg[m].get('advantage_grows', reg[m].get('deepens'))], dec, 'decoder')}.")
     if rises:
         text += (f" The distance itself *rises* with depth in {names(rises)} (the 95% interval of its last-third "
                  "minus first-third level lies above 0): there consecutive layers become less alike towards the "
@@ -219,9 +231,9 @@ def decoder_finding(reports: list[dict], rows: list[dict]) -> str:
     text += (f" Over the last third the distance lies below every null, the random-init seeds included, in "
              f"{who(below, dec, 'decoder')}; consecutive layers are below every null made from other passages or "
              f"shuffled text at every step in {who(share, dec, 'decoder')}.")
-    if share and not any(reg[m].get("deepens") for m in dec):
-        text += (" What the decoders show is layer-to-layer similarity specific to the input, not a similarity "
-                 "that grows with depth.")
+    if share and not any(reg[m].get("falls") for m in dec):
+        text += (" What the decoders show is layer-to-layer similarity specific to the input, not a distance "
+                 "that falls with depth.")
     elif outrun:
         text += (f" In {names(outrun)} a margin that grows over a rising distance is not the layers converging to a "
                  "stable operator.")
@@ -255,11 +267,11 @@ def takeaways(reports: list[dict], rows: list[dict]) -> dict[str, str]:
                   f"random-init seed's largest in {who([m for m in measured if made[m]], measured)}."
                   if measured else "No sink column was found in any trained model, so no sink mass is compared.")
     return {
-        "e1_main_take": (f"The last third below every null: "
-                         f"{who([m for m in models if decided(reg[m]) and reg[m].get('below_nulls')], models)}; "
-                         f"a margin below the strongest null from the model itself larger over the last third "
-                         f"than over the first: "
-                         f"{who([m for m in models if decided(reg[m]) and reg[m].get('deepens')], models)}."),
+        "e1_main_take": (f"The distance falling from the first third of the layers to the last: "
+                         f"{who([m for m in models if reg[m].get('falls')], models)}; "
+                         f"the deep layers stable: {who([m for m in models if reg[m].get('stable')], models)}; "
+                         f"the last third below every null: "
+                         f"{who([m for m in models if reg[m].get('below_nulls')], models)}."),
         "e1_sizes": sizes(r["parameters"] for r in reports),
         "e1_sinks_take": sinks_take,
         "e1_tv_take": (f"Normalised, the trained late layers are closer to each other than every random-init "
@@ -557,7 +569,7 @@ def rule2_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
 
 def rule3_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
     """Rule 3's verdicts (registered 2026-12-01, replaced 2026-12-04) on the ten metrics, one Holm family per
-    structure: ``{(model, metric): label}``."""
+    structure as it was applied: ``{(model, metric): label}``."""
     out = {}
     for is_encoder in (True, False):
         group = [r for r in reports if r["encoder"] == is_encoder]
@@ -591,9 +603,10 @@ def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
     wrong = [(m, k) for m in decoders for k in never if k.endswith("_nosink")
              and grid[m, k]["late_margin"] < grid[m, k]["early_margin"]]
     dec_curves = [(m, k) for m in decoders for k in never if k.endswith("_nosink")]
-    text += (f"\n\n**Where it does not.** {len(fail)} pairs fail both conditions; "
-             + (f"{', '.join(f'`{k}`' for k in never)} fail{'s' if len(never) == 1 else ''} them in every model. "
-                if never else "no metric fails them in every model. ")
+    text += (f"\n\n**Where it does not.** {len(fail)} pairs neither fall with depth nor stay stable in the deep "
+             "layers; "
+             + (f"{', '.join(f'`{k}`' for k in never)} fail{'s' if len(never) == 1 else ''} both in every model. "
+                if never else "no metric fails both in every model. ")
              + (f"In the decoders, the margin below the strongest null from the model itself *shrinks* from the "
                 f"first third of the layers to the last in {len(wrong)} of these {len(dec_curves)} sink-free curves."
                 if dec_curves else ""))
@@ -602,7 +615,7 @@ def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:
         text += (f"\n\n**Where the rule gives no verdict.** {len(other)} pairs: "
                  + ", ".join(f"{m} `{k}` ({now[m, k]})" for m, k in other) + ".")
     before = rule2_labels(reports)
-    for name, old_labels in (("rule 2", before), ("the first rule", old)):
+    for name, old_labels in (("rule 3", rule3_labels(reports)), ("rule 2", before), ("the first rule", old)):
         differ = [key for key in now if old_labels[key] != now[key]]
         text += (f"\n\n**Against {name}.** {len(differ)} of {total} verdicts differ"
                  + (": " + ", ".join(f"{m} `{k}` ({old_labels[m, k]} -> {now[m, k]})" for m, k in differ) + "."
@@ -629,8 +642,9 @@ def structures(reports: list[dict]) -> str:
                  f"{who(carries, decoders, 'decoder')}; and the sink-free spectra change more with depth in "
                  f"{who([m for m in decoders if _rho(rep[m], 'spec_nosink') > 0], decoders, 'decoder')}. ")
     for m in encoders:
-        text += (f"{m} has {rep[m]['layers'] - 1} layer-to-layer points, so only a nearly perfect trend could pass a "
-                 f"test on its curve; its walk-level curves on shuffled passages are within {gap[m]:.0%} of those "
+        text += (f"{m} has {rep[m]['layers'] - 1} layer-to-layer points, so each third of its curve is "
+                 f"{-(-(rep[m]['layers'] - 1) // 3)} of them; its walk-level curves on shuffled passages are within "
+                 f"{gap[m]:.0%} of those "
                  "on real text (last-third means of " + ", ".join(f"`{k}`" for k in WALK_KEYS) + ")"
                  + (", so whatever stability its attention graphs have does not depend on word order. "
                     if gap[m] < 0.1 else ". "))
@@ -645,12 +659,18 @@ def quantisation(report: dict, q4: dict, q4_grid: dict, grid: dict) -> str:
     m = report["model"]
     shift = {k: float(np.abs(layer_means(q4, k) - layer_means(report, k)).max()
                       / np.abs(layer_means(report, k)).max()) for k in METRICS}
-    changed = [k for k in METRICS if label(q4_grid[k]) != label(grid[m, k])]
+    def before(k):           # the rule's word before the round trip's check (scorecard.same_after)
+        moved = grid[m, k].get("moved", {})
+        return next(iter(moved.values()))[0] if moved else label(grid[m, k])
+    changed = [k for k in METRICS if label(q4_grid[k]) != before(k)]
+    gated = [k for k in changed if grid[m, k]["verdict"] == "inconclusive" and grid[m, k].get("moved")]
     return (f"The 4-bit round trip moves {m}'s curves by at most {span(shift.values(), '{:.0%}')} of each curve's "
             "largest value (metric by metric), and changes "
-            + (f"{len(changed)} of its {len(METRICS)} verdicts: "
-               + ", ".join(f"`{k}` ({label(grid[m, k])} -> {label(q4_grid[k])})" for k in changed) if changed
-               else f"none of its {len(METRICS)} verdicts") + ".")
+            + (f"{len(changed)} of its {len(METRICS)} words: "
+               + ", ".join(f"`{k}` ({before(k)} -> {label(q4_grid[k])})" for k in changed) if changed
+               else f"none of its {len(METRICS)} words") + "."
+            + (f" A word that the round trip changes does not stand: {names([f'`{k}`' for k in gated])} "
+               f"{'is' if len(gated) == 1 else 'are'} registered as *inconclusive* for {m}." if gated else ""))
 
 
 def long_context(short: dict, long: dict, layer_types: list[str], short_row: dict, long_row: dict,
@@ -782,7 +802,7 @@ def report_paragraphs(reports: list[dict], rows: list[dict], grid: dict) -> dict
 def model_table(report: dict, grid: dict) -> str:
     """One model's ten metrics: first and last value, the margin below the strongest passage-level null over the
     first and the last third, the late mean, the strongest null, the Holm-corrected p-values of the rule's three
-    conditions (rule 4: falls, stable, below every null) and of the shared structure, and the verdict."""
+    conditions (falls, stable, below every null) and of the shared structure, and the verdict."""
     m = report["model"]
     lines = [f"{m}  ({report['layers']} layers)",
              f"  {'metric':<15}{'first':>7}{'last':>7}{'m early':>8}{'m late':>8}{'late':>7}"
@@ -792,16 +812,17 @@ def model_table(report: dict, grid: dict) -> str:
         null = row["strongest_null"]
         lines.append(f"  {k:<15}{y[0]:7.3f}{y[-1]:7.3f}{row['early_margin']:+8.3f}{row['late_margin']:+8.3f}"
                      f"{row['late_trained']:7.3f}{null + ' ' + format(row['late_nulls'][null], '.3f'):>24}"
-                     f"{row['p_falls_holm']:7.3f}{row['p_stable_holm']:7.3f}{row['p_level_holm']:7.3f}"
+                     f"{row['p_falls_holm']:7.3f}{row.get('p_stable_holm', math.nan):7.3f}{row['p_level_holm']:7.3f}"
                      f"{row['p_share_holm']:7.3f}  {label(row)}")
     return "\n".join(lines)
 
 
 def rule_table(reports: list[dict], grid: dict) -> str:
     """The ten metrics' verdicts under rules 1, 2 and 3 and under the rule in force (4), one block per model."""
-    old, before, last = rule1_labels(reports), rule2_labels(reports), rule3_labels(reports)
+    old, before, third_ = rule1_labels(reports), rule2_labels(reports), rule3_labels(reports)
     lines = []
     for m in _models(reports):
         lines += [f"{m}", f"  {'metric':<16}{'rule 1':<18}{'rule 2':<18}{'rule 3':<18}rule 4"]
-        lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{last[m, k]:<18}{label(grid[m, k])}" for k in METRICS]
+        lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{third_[m, k]:<18}{label(grid[m, k])}"
+                  for k in METRICS]
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from ..rules_history import e3_rule1, in_force, scale_slope
 from ..scorecard import METRIC_TITLES, verdict_box
 
 METRICS = ("tv_norm_nosink", "spec_nosink", "cross_nosink", "head_defect", "head_defect_gain", "data_defect_nosink",
-           "edge_defect", "sink")
+           "edge_defect", "sink")     # (the data defect without sinks, against E2's nulls on the same inputs)
 CLAIM_METRICS = METRICS[:-1]          # smaller = more of the claim; the sink mass is context only
 KEYS = ("e3_summary", "e3_main_take", "e3_gaps_take", "e3_verdict", "e3_sizes", "e3_models", "e3_gqa", "e3_widths",
         "e3_points",
@@ -115,13 +115,13 @@ def model_words(reports: list[dict], full: bool) -> dict[str, str]:
 
 def arch_pair(a: dict, b: dict) -> str:
     """Two designs of about the same non-embedding size, compared on two E2 metrics (``e3_arch_pair``)."""
-    ratio = {m: late_value(a, m).mean() / late_value(b, m).mean() for m in ("head_defect_gain", "data_defect")}
+    ratio = {m: late_value(a, m).mean() / late_value(b, m).mean() for m in ("head_defect_gain", "data_defect_nosink")}
     apart = [m for m, r in ratio.items() if max(r, 1 / r) >= 1.5]
     return (f"{a['model']} and {b['model']} have almost the same number of parameters outside their embeddings "
             f"({size(a['non_embedding_parameters'])} and {size(b['non_embedding_parameters'])}), "
             + ("yet " if apart else "and ")
             + f"{a['model']}'s late-layer `head_defect_gain` is {ratio['head_defect_gain']:.2f} times "
-            f"{b['model']}'s and its `data_defect` {ratio['data_defect']:.2f} times"
+            f"{b['model']}'s and its `data_defect_nosink` {ratio['data_defect_nosink']:.2f} times"
             + (": at about the same size, the two models differ by a factor of 1.5 or more on "
                + " and ".join(f"`{m}`" for m in apart) + "." if apart else
                ": on these two metrics the two models are within a factor of 1.5 of each other, which does not "

@@ -11,12 +11,12 @@ import html
 
 from ..prose import names, span, tally
 from ..record import random_nulls
-from ..report import e1_table, e2_table
-from ..scorecard import _key, rule_changes_markdown, verdict_box
+from ..report import CONFIRMATION_SEED, E2_RULE, RULE, RULE_DATE, e1_table, e2_table
+from ..scorecard import _key, loo_span, rule_changes_markdown, verdict_box
 from ..scorecard import rule_changes as _changes
 from ..verdicts import MIN_SEEDS, VERDICTS
 
-CLAIMS = {"E1": "attention settling into stable operators with depth (E1)",
+CLAIMS = {"E1": "attention converging to stable operators with depth (E1, read as convergence)",
           "E2": "transports close to scaled isometries (E2)",
           "E3": "the claim that both grow with model size (E3)"}
 CHAPTER = {"E1": "E1: stability", "E2": "E2: isometry", "E3": "E3: scale"}
@@ -47,7 +47,9 @@ def verdict_cells(rows: list[dict]) -> dict[tuple[str, str], str]:
 
 
 def headline(rows: list[dict]) -> str:
-    """One sentence: what holds on these models, what does not, what cannot be tested, by structure."""
+    """One sentence: what holds on these models, what does not, what cannot be tested, by structure; where a
+    structure's models differ, each model's word in brackets (the grid's words), so the lead cannot say more than
+    its grid. E1 is named by the reading it judges, convergence."""
     by_word: dict[str, list[str]] = {}
     for claim in ("E1", "E2", "E3"):
         got: dict[str, list[dict]] = {}
@@ -59,6 +61,10 @@ def headline(rows: list[dict]) -> str:
             structures = {r["structure"] for r in where}
             suffix = ("" if structures == all_structures and len(structures) > 1 else
                       " in " + names(_structure(r) for r in {r["structure"]: r for r in where}.values()))
+            mixed = [x for r in where for x in r.get("per_model", []) if x["verdict"] != word]
+            if mixed:
+                suffix += (" (" + "; ".join(f"{x['model']} {x['verdict']}" for r in where
+                                            for x in r.get("per_model", [])) + ")")
             by_word.setdefault(word, []).append(CLAIMS[claim] + suffix)
     models = sorted({m for r in rows if r["claim"] == "E1" for m in r["models"]})
     order = sorted(by_word, key=lambda w: VERDICTS.index(w) if w in VERDICTS else len(VERDICTS))
@@ -83,9 +89,8 @@ def numbers(row: dict) -> str:
     parts = [f"{fam}: slope {w['slope']:+.3f} per decade {_ci(w['interval'])}" for fam, w in row["within"].items()]
     parts += [f"step {s['from']} -> {s['to']}: gap {s['change']:+.3f} {_ci(s['interval'])}" for s in row["steps"]]
     if row["across"]:
-        loo = [v for v in row["across"]["leave_one_out"].values() if v is not None] or [float("nan")]
         parts.append(f"across families (exploratory): {row['across']['slope']:+.3f} per decade "
-                     f"{_ci(row['across']['interval'])}, leaving one model out {min(loo):+.3f} to {max(loo):+.3f}")
+                     f"{_ci(row['across']['interval'])}, leaving one model out {loo_span(row['across'])}")
     families = sorted({m["family"] for m in row["models"]})
     return "; ".join(parts) or f"{len(row['models'])} model(s) from {len(families)} family: no slope"
 
@@ -156,15 +161,20 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     """The section *What the data say*: per claim its verdict and conditions, then robustness."""
     e1s = [x for r in rows if r["claim"] == "E1" for x in r["per_model"]]
     e2s = [x for r in rows if r["claim"] == "E2" for x in r["per_model"]]
-    ok = [x for x in e1s if x["verdict"] in ("holds", "partly", "does not hold")]
-    text = f"* **E1**: {_per_structure(rows, 'E1')}."
+    ok = [x for x in e1s if x["verdict"] in ("holds", "partly", "does not hold", "inconclusive")]
+    text = (f"* **E1** (read as convergence): {_per_structure(rows, 'E1')}; per model, "
+            + "; ".join(f"{x['model']} *{x['verdict']}*" for x in e1s) + ".")
     if ok:
-        text += (f" Condition (a), depth-specific (the margin below the "
-                 f"strongest null made from the trained model itself larger over the last third of the layers than over "
-                 f"the first), is met by {tally([x['deepens'] for x in ok])} (margin "
-                 f"{span([x['early_margin'] for x in ok], '{:+.3f}')} early, {span([x['late_margin'] for x in ok], '{:+.3f}')} "
-                 f"late). Condition (b), below every null over the last third of the layers (the random-init seeds "
-                 f"counted as units), is met by {tally([x['below_nulls'] for x in ok])}. The strongest null (the lowest "
+        text += (f" Condition (i), the trained distance between consecutive layers falls from the first third of the "
+                 f"layers to the last (its interval below 0), is met by {tally([bool(x['falls']) for x in ok])} "
+                 f"(last minus first third {span([x['trained_rise'] for x in ok], '{:+.3f}')}). Condition (ii), "
+                 f"the deep layers stable (the separation profile grows with k by less than the tolerance and "
+                 f"less than the nulls'), is met by {tally([bool(x.get('stable')) for x in ok])}. Condition (iii), "
+                 f"below every null over the last third of the layers (each passage-level null separately, the "
+                 f"shuffle permutations and random-init seeds counted as units), is met by "
+                 f"{tally([bool(x['below_nulls']) for x in ok])}. A word other than *inconclusive* needs the same "
+                 f"word in 80% of resamples. Beside the verdict, the advantage over shuffled text grows with depth "
+                 f"for {tally([bool(x.get('advantage_grows')) for x in ok])}. The strongest null (the lowest "
                  f"late value) is {names(sorted({x['strongest_null'] for x in e1s}))}; the trained late value sits "
                  f"{span([x['gap_to_strongest'] for x in e1s], '{:+.3f}')} from it.")
     if len(ok) < len(e1s):
@@ -189,9 +199,8 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
     for r in e3_rows:
         part = f"on `{r['metric']}`, **{r['verdict']}** for {_structure(r)}"
         if r["across"]:
-            loo = [v for v in r["across"]["leave_one_out"].values() if v is not None] or [float("nan")]
             part += (f" (the exploratory fit across families: {r['across']['slope']:+.3f} per decade, 95% "
-                     f"interval {_ci(r['across']['interval'])}, and {min(loo):+.3f} to {max(loo):+.3f} when one "
+                     f"interval {_ci(r['across']['interval'])}, and {loo_span(r['across'])} when one "
                      "model is left out)")
         parts.append(part)
     sizes: dict[tuple, set] = {}
@@ -240,10 +249,12 @@ def grid_take(rows: list[dict]) -> str:
     return f"Of the {len(cells)} claim-model cells: " + ", ".join(f"{counts[w]} *{w}*" for w in order) + "."
 
 
-def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: dict) -> list[tuple]:
+def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: dict,
+                     q4_words: dict | None = None) -> list[tuple]:
     """Every ablation's verdicts, ``(ablation, claim, model, verdict)``: E1 with the sinks kept, E2 with the norm
     gains folded, E1 and E2 with a second 4-bit round trip (``q4``: ``{model: report}`` with the ablated trained
-    condition) and with the BOS token toggled (``flipped``, named by ``flip_words``). Each rule is applied to a
+    condition; named by ``q4_words`` where given, e.g. MiniLM's first round trip of its float weights) and with the
+    BOS token toggled (``flipped``, named by ``flip_words``). Each rule is applied to a
     structure's models as one table, as the registered verdicts are."""
     out = []
     for is_encoder in (True, False):
@@ -253,7 +264,8 @@ def ablation_entries(reports: list[dict], q4: dict, flipped: dict, flip_words: d
         out += [("sinks kept (`tv_norm`)", "E1", x["model"], x["verdict"]) for x in e1_table(group, "tv_norm")]
         out += [("norm gains folded", "E2", x["model"], x["verdict"])
                 for x in e2_table(group, heads_metric="head_defect_gain")]
-        for name, swap, word in (("second 4-bit round trip", q4, None), ("BOS", flipped, flip_words)):
+        q4_named = {m: (q4_words or {}).get(m, "second 4-bit round trip") for m in q4}
+        for name, swap, word in (("second 4-bit round trip", q4, q4_named), ("BOS", flipped, flip_words)):
             if not any(r["model"] in swap for r in group):
                 continue
             table = [swap.get(r["model"], r) for r in group]
@@ -324,3 +336,55 @@ def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict
            "scorecard_ablations": ablations(*ablated)}
     assert tuple(out) == KEYS
     return out
+
+
+# ----------------------------------------------------------------------- the confirmation
+def _words(rows: list[dict], claim: str) -> dict[str, str]:
+    """``claim``'s words in ``rows``: per model for E1 and E2, per structure and metric for E3."""
+    out = {}
+    for r in rows:
+        if r["claim"] != claim:
+            continue
+        if claim == "E3":
+            out[f"{r['structure']}s, `{r['metric']}`"] = r["verdict"]
+        else:
+            out.update({x["model"]: x["verdict"] for x in r["per_model"]})
+    return out
+
+
+def confirmation(claim: str, explored: list[dict], confirmed: list[dict] | None, *, setting: tuple[int, int],
+                 when: str) -> str:
+    """``claim``'s confirmatory verdicts apart from its exploratory ones, dated, and where they differ
+    (``<chapter>_confirmation``): ``explored`` and ``confirmed`` are scorecard rows on the exploratory passages and
+    on the confirmation split (:func:`connlap_lite.text.windows`, ``split="confirmation"``, drawn with
+    :data:`connlap_lite.report.CONFIRMATION_SEED`); ``confirmed`` None says that this build does not run the
+    confirmation (the full build does). ``setting``: (passages, tokens); ``when``: the build's date.
+
+    >>> rows = [{"claim": "E1", "per_model": [{"model": "a", "verdict": "holds"}]}]
+    >>> print(confirmation("E1", rows, [{"claim": "E1", "per_model": [{"model": "a", "verdict": "partly"}]}],
+    ...                    setting=(32, 128), when="2026-12-05"))  # doctest: +NORMALIZE_WHITESPACE
+    **Confirmatory verdicts** (rule 4 of 2026-12-04, frozen, applied once to the confirmation split: 32 passages
+    x 128 tokens drawn with the registered seed 20261204 from windows no rule was developed on; this build,
+    2026-12-05): a *partly*. **Exploratory verdicts** (the passages the rules were developed on): a *holds*.
+    They differ on a (exploratory *holds*, confirmatory *partly*): where they differ, the confirmatory word is
+    the one to cite.
+    """
+    rule = E2_RULE if claim == "E2" else RULE
+    frozen = f"rule {rule} of {RULE_DATE}, frozen"
+    before = _words(explored, claim)
+    said = "; ".join(f"{k} *{v}*" for k, v in before.items())
+    if confirmed is None:
+        return (f"**Exploratory verdicts** ({frozen}; the passages the rules were developed on, this build, {when}): "
+                f"{said}. **Confirmatory verdicts:** the full build (`make book`, CONNLAP_FULL=1) applies the same "
+                f"rule once to a confirmation split of the corpus, drawn with the registered seed "
+                f"{CONFIRMATION_SEED} from windows that no exploratory passage touches; this build does not measure "
+                "it, so its verdicts are exploratory only.")
+    after = _words(confirmed, claim)
+    differ = [k for k in before if k in after and after[k] != before[k]]
+    return (f"**Confirmatory verdicts** ({frozen}, applied once to the confirmation split: {setting[0]} passages "
+            f"x {setting[1]} tokens drawn with the registered seed {CONFIRMATION_SEED} from windows no rule was "
+            f"developed on; this build, {when}): " + "; ".join(f"{k} *{v}*" for k, v in after.items())
+            + f". **Exploratory verdicts** (the passages the rules were developed on): {said}. "
+            + (f"They differ on {names(f'{k} (exploratory *{before[k]}*, confirmatory *{after[k]}*)' for k in differ)}"
+               ": where they differ, the confirmatory word is the one to cite." if differ else
+               "They agree on every one."))
