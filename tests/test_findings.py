@@ -233,8 +233,7 @@ def test_e1_exercise_paragraphs(e1_book):
 
 def test_e1_long_context_with_three_passages_is_insufficient_data(e1_book):
     reports, rows, *_ = e1_book
-    long = fake("dec-a", seed=5)
-    long["tokens"], long["passages"] = 600, 3
+    long = {**R.resample(fake("dec-a", seed=5), range(3)), "tokens": 600}      # 3 passages, in every list
     row = R.e1(long, n_boot=200)
     assert row["verdict"] == "insufficient data"
     types = ["sliding_attention", "sliding_attention", "full_attention"] * 2 + ["full_attention"]

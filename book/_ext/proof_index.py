@@ -29,7 +29,7 @@ def _merge(app, env, docnames, other) -> None:
 
 
 def numbered(realtype: str, number: tuple | None, title: str) -> str:
-    """An index entry's name.
+    r"""An index entry's name.
 
     >>> numbered("theorem", (3, 1), "The layer is one walk"), numbered("proof", None, "")
     ('Theorem 3.1 (The layer is one walk)', 'Proof')
