@@ -20,10 +20,11 @@ module             idea
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``footprint``      what measuring a model holds in memory, from its configuration alone (no download)
+``memory``         a measurement refused before it is spent: its estimated peak against the memory available
 ``record``         the measurement record's shape (metric names, units, nulls) and the read-only ``Report``
 ``verdicts``       the verdict vocabulary, Holm families, the minimum passages and seeds
-``report``         the rules of E1-E3 in force (rule 3) and their verdicts
-``rules_history``  the replaced rules of E1-E3 (rules 1 and 2), still runnable, and ``RULE_CHANGES``
+``report``         the rules of E1-E3 in force (rules 4 and 5, frozen) and their verdicts
+``rules_history``  the replaced rules of E1-E3 (rules 1 to 3, E2's rule 4), still runnable, and ``RULE_CHANGES``
 ``synthetic``      synthetic records whose answer is known: the rules' size and power are tested on them
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
 ``prose``          numbers into words for the computed paragraphs: ranges, lists, counts
