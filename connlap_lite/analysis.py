@@ -381,12 +381,12 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-04.1"
+SCHEMA = "2026-12-04.2"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
 # rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
-# 2026-12-04.1: the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds).
+# 2026-12-04.2: the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds).
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:

@@ -202,12 +202,14 @@ RULES = {
 
 
 def frozen() -> list[dict]:
-    """The rules as a frozen-rule registry reads them: name, date, statement, and the source of the function and of
-    the constants it reads (what a digest is taken of).
+    """The rules as a frozen-rule registry reads them: name, date, statement, the source of the function, of the
+    helpers it calls and of the constants it reads (what a digest is taken of: ``tests/test_readings.py`` pins it).
 
     >>> [r["name"] for r in frozen()], frozen()[0]["date"]
     (['where_it_matters', 'dominance', 'self_loop'], '2026-12-04')
     """
     constants = f"MATTERS = {MATTERS!r}; MIN_STEPS = {MIN_STEPS}; ALPHA = {ALPHA}; E1_METRIC = {E1_METRIC!r}"
+    helpers = "".join(inspect.getsource(f) for f in (_kind, mattering_layers, _passage_nulls, _margin_draws,
+                                                     _head_draws))
     return [{"name": name, "date": date, "statement": statement, "constants": constants,
-             "source": inspect.getsource(rule)} for name, (date, statement, rule) in RULES.items()]
+             "source": inspect.getsource(rule), "helpers": helpers} for name, (date, statement, rule) in RULES.items()]

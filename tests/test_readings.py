@@ -85,3 +85,17 @@ def test_the_rules_in_their_frozen_form():
     assert [r["name"] for r in rules] == list(R.RULES)
     for r in rules:
         assert r["date"] == "2026-12-04" and "def " in r["source"] and "MATTERS" in r["constants"]
+
+
+# The digest of the rules as registered on 2026-12-04 (their source, helpers and constants). A change to a rule is a
+# new dated rule (rules_history), never an edit under the same date: this test fails first.
+DIGEST = "0914400e059858ec"
+
+
+def test_the_rules_of_2026_12_04_are_frozen():
+    import hashlib
+    import json
+
+    got = hashlib.sha256(json.dumps(R.frozen(), sort_keys=True).encode()).hexdigest()[:16]
+    assert got == DIGEST, ("a rival reading's rule changed after it was registered: register it anew with a new "
+                           "date and keep the old one runnable, then pin the new digest")
