@@ -139,18 +139,23 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
     are computed and its tensors dropped before the next (the forward's own hidden states aside)."""
     inputs = _as_batch(batch, _device_of(model), model)
     directions = directions or {}
-    with torch.no_grad(), recorded_outputs(model) as kept:
-        if encoder:
-            res = model(**inputs, output_hidden_states=True)
-            base = res.last_hidden_state.double()
-        else:
-            res = model(**inputs, use_cache=False, output_hidden_states=True)
-            base = M.next_token_loss(res.logits, inputs["input_ids"])
-        hidden = res.hidden_states
-        del res
+    updates, hidden, base = [], [], []
+    for part in _chunks(inputs, model, inputs["input_ids"].shape[1]):     # (a decoder's logits: a chunk at a time)
+        with torch.no_grad(), recorded_outputs(model) as kept:
+            if encoder:
+                res = model(**part, output_hidden_states=True)
+                base.append(res.last_hidden_state.double())
+            else:
+                res = model(**part, use_cache=False, output_hidden_states=True)
+                base.append(M.next_token_loss(res.logits, part["input_ids"]))
+            hidden.append(res.hidden_states)
+            updates.append(dict(kept))
+            del res
+    base = torch.cat(base)
     out: dict = {"update_ratio": [], "mean_updates": [], "base": base, **{k: [] for k in directions}}
-    for layer in range(len(kept)):
-        update, residual = kept.pop(layer).double(), hidden[layer].double()
+    for layer in range(len(updates[0])):
+        update = torch.cat([u.pop(layer) for u in updates]).double()
+        residual = torch.cat([h[layer] for h in hidden]).double()
         out["update_ratio"].append(M.update_ratio(update, residual))
         out["mean_updates"].append(update.mean((0, 1)))
         state = residual + update

@@ -171,3 +171,15 @@ def test_measure_and_analyze_record_the_rivals(tmp_path, monkeypatch):
     plain = measure(model, _batch(), encoder=False, rival=False)
     assert not set(plain) & set(RIVAL_METRICS + RIVAL_HEAD_METRICS + RIVAL_EDGE_METRICS)
     assert _ours(model) == 0
+
+
+def test_passages_in_chunks_give_the_same_numbers(monkeypatch):
+    model, batch = build("llama"), _batch(B=5)
+    whole = R.layer_updates(model, batch, encoder=False, directions={"u": [torch.ones(32)] * 2})
+    whole_costs = R.ablation_costs(model, batch, encoder=False, base=whole["base"], mean_updates=whole["mean_updates"])
+    monkeypatch.setattr(R, "LOGIT_BYTES", 2 * 12 * 100 * 4)              # two passages' logits at a time
+    parts = R.layer_updates(model, batch, encoder=False, directions={"u": [torch.ones(32)] * 2})
+    costs = R.ablation_costs(model, batch, encoder=False, base=parts["base"], mean_updates=parts["mean_updates"])
+    for key in ("update_ratio", "u", "mean_updates"):
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[key], parts[key])), key
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole_costs["ablation_mean"], costs["ablation_mean"]))
