@@ -60,6 +60,8 @@ from .text import passages_with_windows
 
 EDGES = 4            # heaviest non-sink edges per passage for the edge-transport defect
 EDGE_PASSAGES = 4    # passages whose edges are measured
+ABLATION_PASSAGES = 2   # passages on which each layer's ablation cost is measured (two forwards per layer)
+RIVAL_SEEDS = 3         # the random-init seeds that measure the rival readings (the rules' minimum, MIN_SEEDS)
 # the record's shape (metric names, units, layer separations) is connlap_lite.record's: analyze writes by it
 
 
@@ -236,7 +238,8 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     ``seconds``, if given, gets the time spent applying the twins' transports (``"twins"``).
     ``rival`` adds the rival readings' measures (:data:`connlap_lite.record.RIVAL_METRICS`, and the dominance
     metrics: one more forward, :func:`connlap_lite.rivals.layer_updates`); ``ablation`` adds the cost of zero- and
-    mean-ablating each layer's update (two forwards per layer, :func:`connlap_lite.rivals.ablation_costs`);
+    mean-ablating each layer's update on the first :data:`ABLATION_PASSAGES` passages (two forwards of those per
+    layer, :func:`connlap_lite.rivals.ablation_costs`; each layer's mean update is over every passage);
     ``seconds`` then gets their times too (``"rival"``, ``"ablation"``).
     """
     if not isinstance(batch, dict) or "input_ids" not in batch:
@@ -350,14 +353,16 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
         timing = time.perf_counter()
         rows = [[i for i in range(n) if i not in f] for f in found]
         updates = R.layer_updates(model, batch, encoder=encoder, directions={k: v for k, v in directions.items() if v},
-                                  rows=rows)
+                                  rows=rows, base=ablation)
         for k in ["update_ratio", *directions]:
             res[k] = [v.tolist() for v in updates.get(k, [])]
         if seconds is not None:
             seconds["rival"] = seconds.get("rival", 0.0) + time.perf_counter() - timing
         if ablation:
             timing = time.perf_counter()
-            for k, v in R.ablation_costs(model, batch, encoder=encoder, base=updates["base"],
+            k = min(ABLATION_PASSAGES, batch["input_ids"].shape[0])
+            few = {key: v[:k] if isinstance(v, torch.Tensor) else v for key, v in batch.items()}
+            for k, v in R.ablation_costs(model, few, encoder=encoder, base=updates["base"][:k],
                                          mean_updates=updates["mean_updates"]).items():
                 res[k] = [c.tolist() for c in v]
             if seconds is not None:
@@ -381,12 +386,14 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-04.2"
+SCHEMA = "2026-12-04.3"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
 # rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
-# 2026-12-04.2: the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds).
+# 2026-12-04.3: the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds);
+# the ablation costs of the trained model on its first ABLATION_PASSAGES passages (.2 had every passage, and the
+# first random-init seed's too: too slow for make test); the rival readings in the first RIVAL_SEEDS seeds only.
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:
@@ -563,10 +570,10 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     for s in random_seeds:
         timing = time.perf_counter()
         null = kept.pop(s) if s in kept else random_like(model, 1000 + s)
-        spent: dict = {}                            # (the first seed is the ablation costs' null)
+        spent: dict = {}
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
                                       sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns,
-                                      ablation=s == random_seeds[0], seconds=spent)
+                                      seconds=spent, rival=s in random_seeds[:RIVAL_SEEDS])
         rival[f"random{s}"] = spent
         del null
         took[f"random{s}"] = time.perf_counter() - timing

@@ -530,8 +530,8 @@ def next_token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     ids = torch.as_tensor(ids, device=z.device)
     if ids.shape != z.shape[:2] or ids.shape[1] < 2:
         raise ValueError(f"ids must have shape (B, n) = {tuple(z.shape[:2])} with n >= 2, got {tuple(ids.shape)}")
-    logp = torch.log_softmax(z[:, :-1].double(), -1)
-    return -logp.gather(-1, ids[:, 1:, None].long())[..., 0].mean(-1)
+    loss = torch.nn.functional.cross_entropy(z[:, :-1].float().transpose(1, 2), ids[:, 1:].long(), reduction="none")
+    return loss.double().mean(-1)                     # (float32 per prediction: the logits' own precision at most)
 
 
 def representation_change(states: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:

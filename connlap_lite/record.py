@@ -53,7 +53,8 @@ DATA_METRICS = (["data_defect", "edge_defect", "data_defect_nosink", *DATA_SEED_
                 + [k for k in _ARCHIVED if k.startswith("data_")])
 # The rival readings (registered 2026-12-04; formulas in connlap_lite.metrics, forwards in connlap_lite.rivals):
 # a layer that writes little (its update ratio; the cost of zero- and mean-ablating its update, in the trained
-# condition and the first random-init seed only), the self-loop (sinks set aside; beside the uniform walk's) and
+# condition only, on its first analysis.ABLATION_PASSAGES passages: unit "ablation passage"; the random-init seeds
+# measure the rival readings in the first analysis.RIVAL_SEEDS of them), the self-loop (sinks set aside; beside the uniform walk's) and
 # each output's alignment with its own value (beside uniform attention's), a dominant W_O W_V direction (each head's
 # and each measured edge's sigma_1^2 / sum sigma^2, beside the Gaussian and rotated heads'; the states' alignment
 # with the layer's top direction, beside a random direction's and the first random-init twin's top direction's).
@@ -63,10 +64,12 @@ RIVAL_METRICS = ["update_ratio", "ablation_zero", "ablation_mean", "self_loop_no
 RIVAL_HEAD_METRICS = ["head_dominance", "head_dominance_gaussian", "head_dominance_rotation"]
 RIVAL_EDGE_METRICS = ["edge_dominance", "edge_dominance_gaussian", "edge_dominance_rotation"]
 # metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
+ABLATION_METRICS = ["ablation_zero", "ablation_mean"]
 PASSAGE_METRICS = (WALK_METRICS + STEP_METRICS + SEP_METRICS + [m for m in DATA_METRICS if m != "edge_defect"]
-                   + RIVAL_METRICS)
+                   + [m for m in RIVAL_METRICS if m not in ABLATION_METRICS])
 UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS + RIVAL_HEAD_METRICS},
-         **{m: "edge passage" for m in ["edge_defect"] + RIVAL_EDGE_METRICS}}
+         **{m: "edge passage" for m in ["edge_defect"] + RIVAL_EDGE_METRICS},
+         **{m: "ablation passage" for m in ABLATION_METRICS}}
 
 # The registered nulls of each tested metric: display name -> (condition, key). "random<k>" (every
 # random-init seed, the same key) and "shuffled" are whole-model conditions; the rest live in "trained".

@@ -30,7 +30,7 @@ import torch
 
 from . import metrics as M
 from .adapters import adapter_for
-from .extraction import _as_batch, _device_of
+from .extraction import _as_batch, _device_of, _forward_options
 
 LOGIT_BYTES = 2 ** 28     # at most this many bytes of logits alive at once (passages are run in chunks)
 
@@ -129,29 +129,33 @@ def _readout(model, inputs: dict, encoder: bool) -> torch.Tensor:
 
 
 def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None = None,
-                  rows: list | None = None) -> dict:
+                  rows: list | None = None, base: bool = True) -> dict:
     """One forward of ``model`` on ``batch``: per layer and passage ``"update_ratio"`` (:func:`metrics.update_ratio`
     of the attention's output over the residual stream it is added to, the layer's block input) and, for each
     ``directions[key]`` (one ``(d,)`` direction per layer), ``key``: :func:`metrics.direction_alignment` of the
     stream right after the update (``residual + update``, before any norm) on the tokens ``rows[layer]`` (default
     all); and ``"mean_updates"`` (each layer's mean update ``(d,)`` over every token of every passage) and
-    ``"base"``, the intact model's per-passage loss (decoders) or final states (encoders).  Each layer's values
+    ``"base"``, the intact model's per-passage loss (decoders) or final states (encoders); with ``base=False`` a
+    decoder's logits are made for the last token only and ``"base"`` is None.  Each layer's values
     are computed and its tensors dropped before the next (the forward's own hidden states aside)."""
     inputs = _as_batch(batch, _device_of(model), model)
     directions = directions or {}
-    updates, hidden, base = [], [], []
-    for part in _chunks(inputs, model, inputs["input_ids"].shape[1]):     # (a decoder's logits: a chunk at a time)
+    want, updates, hidden, base = base, [], [], []
+    parts = _chunks(inputs, model, inputs["input_ids"].shape[1]) if want and not encoder else [inputs]
+    for part in parts:                                             # (a decoder's logits: a chunk at a time)
         with torch.no_grad(), recorded_outputs(model) as kept:
             if encoder:
                 res = model(**part, output_hidden_states=True)
                 base.append(res.last_hidden_state.double())
-            else:
+            elif want:
                 res = model(**part, use_cache=False, output_hidden_states=True)
                 base.append(M.next_token_loss(res.logits, part["input_ids"]))
+            else:
+                res = model(**part, **_forward_options(model), output_hidden_states=True)
             hidden.append(res.hidden_states)
             updates.append(dict(kept))
             del res
-    base = torch.cat(base)
+    base = torch.cat(base) if base and want else None
     out: dict = {"update_ratio": [], "mean_updates": [], "base": base, **{k: [] for k in directions}}
     for layer in range(len(updates[0])):
         update = torch.cat([u.pop(layer) for u in updates]).double()

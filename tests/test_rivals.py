@@ -162,7 +162,8 @@ def test_measure_and_analyze_record_the_rivals(tmp_path, monkeypatch):
     trained, first, second = (report["conditions"][c] for c in ("trained", "random0", "random1"))
     for key in RIVAL_METRICS + RIVAL_HEAD_METRICS + RIVAL_EDGE_METRICS:
         assert len(trained[key]) == report["layers"], key
-    assert "ablation_zero" in first and "ablation_zero" not in second       # the first seed is its null
+    assert "ablation_zero" not in first and "ablation_zero" not in second    # the trained model's alone
+    assert all(len(v) == 2 for v in trained["ablation_zero"])             # (its first ABLATION_PASSAGES of 3)
     assert "head_dominance" in second and "head_dominance_gaussian" not in second
     assert set(report["rival_seconds"]) == {"trained", "random0", "random1", "shuffled"}
     assert report["rival_seconds"]["trained"]["ablation"] > 0
