@@ -38,6 +38,7 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -274,86 +275,88 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     found: list[list[int]] = []                                     # every layer's sink columns so far
     walks: list[torch.Tensor] = []                                  # (kept for the sink mass when its columns are
     directions: dict = {"state_alignment": [], "state_alignment_random": [], "state_alignment_cross": []}
-    for lw in attention_walks(model, batch, progress=progress):    # this model's own, known after the last layer)
-        A = lw.attention
-        P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
-        for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
-            P += A[:, h]
-        P /= A.shape[1]
-        sinks = M.detect_sinks(P)
-        found.append(sinks)
-        keep = [i for i in range(n) if i not in sinks]
-        if sink_mass_columns is None:
-            walks.append(P)
-        else:
-            res["sink"].append(M.sink_mass(P, sink_mass_columns).tolist())
-        spectra: list = []
-        for k, v in _walk_metrics(P, sinks, spectra).items():
-            res[k].append(v.tolist())
-        if previous:
-            both = sorted(set(found[-2]) | set(sinks))
-            same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
-            for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
-                                      spectra if same else None, fixed=fixed).items():
+    capture = R.captured(model) if rival else contextlib.nullcontext(({}, {}))
+    with capture as (residuals, updates):       # (the residual stream and each update, from the stream's forward)
+        for lw in attention_walks(model, batch, progress=progress):    # this model's own, known after the last layer)
+            A = lw.attention
+            P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
+            for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
+                P += A[:, h]
+            P /= A.shape[1]
+            sinks = M.detect_sinks(P)
+            found.append(sinks)
+            keep = [i for i in range(n) if i not in sinks]
+            if sink_mass_columns is None:
+                walks.append(P)
+            else:
+                res["sink"].append(M.sink_mass(P, sink_mass_columns).tolist())
+            spectra: list = []
+            for k, v in _walk_metrics(P, sinks, spectra).items():
                 res[k].append(v.tolist())
-        previous_spectra = spectra
-        for k in record.SEPARATIONS:
-            if len(previous) >= k:
-                both = sorted(set(found[-1 - k]) | set(sinks))
-                Pn, Qn = M.without_sinks(previous[-k], both), M.without_sinks(P, both)
-                res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, both).tolist())
-        previous = (previous + [P])[-max(record.SEPARATIONS):]
-        heads = lw.transports
-        gain = lw.gain
-        res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
-        res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
-        rotated = rotation_null(heads, lw.layer) if head_nulls else None
-        if head_nulls:
-            res["head_defect_rotation"].append(M.scaled_isometry_defect(rotated).tolist())
-        res["copy"].append(M.copy_score(heads).tolist())
-        res["overlap"].append(M.read_write_overlap(heads).tolist())
-        X = lw.inputs.double()
-        res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
-        if head_nulls:
-            others = [(t[lw.layer] if isinstance(t, list) else head_transports(t, lw.layer)).to(dtype=heads.U.dtype)
-                      for t in twins]
-            values, gaussian = _data_defects(heads, X, keep, others, lw.layer, fixed_keep, seconds)
-            for k, v in values.items():
-                res[k].append(v.tolist())
-            # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
-            res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
-            if rival:
-                res["head_dominance_gaussian"].append(M.head_dominance(gaussian).tolist())
-                res["head_dominance_rotation"].append(M.head_dominance(rotated).tolist())
-                if others:
-                    directions["state_alignment_cross"].append(M.top_direction(others[0]))
-        edge_nulls = {"gaussian": gaussian, "rotation": rotated} if head_nulls and rival else None
-        for k, v in _edge_values(lw, P, sinks, edge_nulls).items():
-            if k == "edge_defect" or rival:
-                res[k].append(v.tolist())
-        if head_nulls:
-            del gaussian, others
-        del rotated, edge_nulls
-        if rival:                                                  # the rival readings of this layer
-            timing = time.perf_counter()
-            B = P.shape[0]
-            res["self_loop_nosink"].append(M.self_loop_share(P, sinks).tolist())
-            res["self_loop_uniform"].append([M.uniform_self_loop(n, not encoder, sinks)] * B)
-            output, values = _own_values(lw)
-            res["self_alignment"].append(M.self_alignment(output, values, keep).tolist())
-            res["self_alignment_uniform"].append(M.self_alignment(M.uniform_outputs(values, not encoder), values,
-                                                                  keep).tolist())
-            del output, values
-            res["head_dominance"].append(M.head_dominance(heads).tolist())
-            directions["state_alignment"].append(M.top_direction(heads))
-            directions["state_alignment_random"].append(_unit(heads.d, lw.layer))
-            if seconds is not None:
-                seconds["rival"] = seconds.get("rival", 0.0) + time.perf_counter() - timing
-    if rival:                   # the forwards of the rival readings: the update ratio, the states' alignment
+            if previous:
+                both = sorted(set(found[-2]) | set(sinks))
+                same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
+                for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
+                                          spectra if same else None, fixed=fixed).items():
+                    res[k].append(v.tolist())
+            previous_spectra = spectra
+            for k in record.SEPARATIONS:
+                if len(previous) >= k:
+                    both = sorted(set(found[-1 - k]) | set(sinks))
+                    Pn, Qn = M.without_sinks(previous[-k], both), M.without_sinks(P, both)
+                    res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, both).tolist())
+            previous = (previous + [P])[-max(record.SEPARATIONS):]
+            heads = lw.transports
+            gain = lw.gain
+            res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
+            res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
+            rotated = rotation_null(heads, lw.layer) if head_nulls else None
+            if head_nulls:
+                res["head_defect_rotation"].append(M.scaled_isometry_defect(rotated).tolist())
+            res["copy"].append(M.copy_score(heads).tolist())
+            res["overlap"].append(M.read_write_overlap(heads).tolist())
+            X = lw.inputs.double()
+            res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
+            if head_nulls:
+                others = [(t[lw.layer] if isinstance(t, list) else head_transports(t, lw.layer)).to(dtype=heads.U.dtype)
+                          for t in twins]
+                values, gaussian = _data_defects(heads, X, keep, others, lw.layer, fixed_keep, seconds)
+                for k, v in values.items():
+                    res[k].append(v.tolist())
+                # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
+                res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
+                if rival:
+                    res["head_dominance_gaussian"].append(M.head_dominance(gaussian).tolist())
+                    res["head_dominance_rotation"].append(M.head_dominance(rotated).tolist())
+                    if others:
+                        directions["state_alignment_cross"].append(M.top_direction(others[0]))
+            edge_nulls = {"gaussian": gaussian, "rotation": rotated} if head_nulls and rival else None
+            for k, v in _edge_values(lw, P, sinks, edge_nulls).items():
+                if k == "edge_defect" or rival:
+                    res[k].append(v.tolist())
+            if head_nulls:
+                del gaussian, others
+            del rotated, edge_nulls
+            if rival:                                                  # the rival readings of this layer
+                timing = time.perf_counter()
+                B = P.shape[0]
+                res["self_loop_nosink"].append(M.self_loop_share(P, sinks).tolist())
+                res["self_loop_uniform"].append([M.uniform_self_loop(n, not encoder, sinks)] * B)
+                output, values = _own_values(lw)
+                res["self_alignment"].append(M.self_alignment(output, values, keep).tolist())
+                res["self_alignment_uniform"].append(M.self_alignment(M.uniform_outputs(values, not encoder), values,
+                                                                      keep).tolist())
+                del output, values
+                res["head_dominance"].append(M.head_dominance(heads).tolist())
+                directions["state_alignment"].append(M.top_direction(heads))
+                directions["state_alignment_random"].append(_unit(heads.d, lw.layer))
+                if seconds is not None:
+                    seconds["rival"] = seconds.get("rival", 0.0) + time.perf_counter() - timing
+    if rival:                   # the rival readings of the stream's forward: the update ratio, the states' alignment
         timing = time.perf_counter()
         rows = [[i for i in range(n) if i not in f] for f in found]
-        updates = R.layer_updates(model, batch, encoder=encoder, directions={k: v for k, v in directions.items() if v},
-                                  rows=rows, base=ablation)
+        updates = R.update_measures(residuals, updates, directions={k: v for k, v in directions.items() if v},
+                                    rows=rows)
         for k in ["update_ratio", *directions]:
             res[k] = [v.tolist() for v in updates.get(k, [])]
         if seconds is not None:
@@ -362,8 +365,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
             timing = time.perf_counter()
             k = min(ABLATION_PASSAGES, batch["input_ids"].shape[0])
             few = {key: v[:k] if isinstance(v, torch.Tensor) else v for key, v in batch.items()}
-            for k, v in R.ablation_costs(model, few, encoder=encoder, base=updates["base"][:k],
-                                         mean_updates=updates["mean_updates"]).items():
+            for k, v in R.ablation_costs(model, few, encoder=encoder, mean_updates=updates["mean_updates"]).items():
                 res[k] = [c.tolist() for c in v]
             if seconds is not None:
                 seconds["ablation"] = time.perf_counter() - timing

@@ -107,6 +107,59 @@ def recorded_outputs(model):
         yield kept
 
 
+def _blocks(model) -> list[torch.nn.Module]:
+    """Every layer's block: the module whose direct child is the adapter's attention module (its input is the
+    residual stream the attention's update is added to)."""
+    parents = {id(child): module for module in model.modules() for child in module.children()}
+    return [parents[id(a)] for a in adapter_for(model).layers(model)]
+
+
+@contextmanager
+def captured(model):
+    """Yields ``(residuals, updates)``, two dicts that, inside, get every layer's block input (the residual stream)
+    and attention update ``(B, n, d)`` of the forward run (the last one's; also from the stream's own forward in its
+    worker thread, so no second forward is needed); the hooks are removed on exit whatever happens."""
+    residuals: dict = {}
+    updates: dict = {}
+
+    def pre(layer):
+        def hook(module, args, kwargs):
+            residuals[layer] = (args[0] if args else kwargs["hidden_states"]).detach()
+        return hook
+
+    def post(layer):
+        def hook(module, args, out):
+            updates[layer] = out.detach()
+        return hook
+
+    handles = []
+    try:
+        for layer, block in enumerate(_blocks(model)):
+            handles.append(block.register_forward_pre_hook(pre(layer), with_kwargs=True))
+        for layer, proj in enumerate(output_projections(model)):
+            handles.append(proj.register_forward_hook(post(layer)))
+        yield residuals, updates
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def update_measures(residuals: dict, updates: dict, *, directions: dict | None = None, rows: list | None = None) -> dict:
+    """From :func:`captured`'s dicts: per layer and passage ``"update_ratio"`` and each ``directions[key]``'s
+    alignment (as :func:`layer_updates`), and ``"mean_updates"``; each layer's tensors dropped once read."""
+    directions = directions or {}
+    out: dict = {"update_ratio": [], "mean_updates": [], **{k: [] for k in directions}}
+    for layer in range(len(updates)):
+        update, residual = updates.pop(layer).double(), residuals.pop(layer).double()
+        out["update_ratio"].append(M.update_ratio(update, residual))
+        out["mean_updates"].append(update.mean((0, 1)))
+        state = residual + update
+        for key, per_layer in directions.items():
+            out[key].append(M.direction_alignment(state, per_layer[layer], None if rows is None else rows[layer]))
+        del update, residual, state
+    return out
+
+
 def _chunks(batch: dict, model, n: int) -> list[dict]:
     vocab = int(getattr(model.config, "vocab_size", 1) or 1)
     size = max(1, LOGIT_BYTES // max(1, n * vocab * 4))
@@ -169,11 +222,13 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
     return out
 
 
-def ablation_costs(model, batch: dict, *, encoder: bool, base: torch.Tensor, mean_updates: list) -> dict:
+def ablation_costs(model, batch: dict, *, encoder: bool, mean_updates: list, base: torch.Tensor | None = None) -> dict:
     """Per layer and passage, the cost of replacing that layer's update (one layer at a time) by zero
     (``"ablation_zero"``) and by its mean update (``"ablation_mean"``): the next-token loss minus ``base``
-    (decoders, nats), or :func:`metrics.representation_change` of the final states from ``base`` (encoders)."""
+    (decoders, nats), or :func:`metrics.representation_change` of the final states from ``base`` (encoders);
+    ``base`` (the intact model's, on ``batch``) is measured here where not given."""
     inputs = _as_batch(batch, _device_of(model), model)
+    base = _readout(model, inputs, encoder) if base is None else base
     out: dict = {"ablation_zero": [], "ablation_mean": []}
     for layer, mean in enumerate(mean_updates):
         for key, value in (("ablation_zero", torch.zeros_like(mean)), ("ablation_mean", mean)):

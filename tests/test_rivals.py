@@ -184,3 +184,15 @@ def test_passages_in_chunks_give_the_same_numbers(monkeypatch):
     for key in ("update_ratio", "u", "mean_updates"):
         assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[key], parts[key])), key
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole_costs["ablation_mean"], costs["ablation_mean"]))
+
+
+@pytest.mark.parametrize("family", ["gpt_neox", "bert", "qwen2"])
+def test_measure_reads_the_updates_from_the_streams_own_forward(family):
+    """measure keeps each layer's residual and update from the stream's forward (hooks in its worker thread, and
+    BERT's output map run again by the reader): the same update ratios as a forward of their own."""
+    model, batch = build(family), _batch()
+    encoder = family == "bert"
+    got = measure(model, batch, encoder=encoder)["update_ratio"]
+    want = R.layer_updates(model, batch, encoder=encoder)["update_ratio"]
+    assert all(torch.allclose(torch.tensor(a, dtype=torch.float64), b, atol=1e-6) for a, b in zip(got, want))
+    assert _ours(model) == 0
