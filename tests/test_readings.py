@@ -14,8 +14,8 @@ SIZE, POWER = 0.12, 0.8
 BOOK = [(8, 6), (8, 24), (32, 24)]
 
 
-def rate(rule, key, want, **kw) -> float:
-    return float(np.mean([rule(S.rivals(seed=s, **kw), n_boot=500)[key] == want for s in range(DRAWS)]))
+def rate(rule, key, want, draws=DRAWS, **kw) -> float:
+    return float(np.mean([rule(S.rivals(seed=s, **kw), n_boot=500)[key] == want for s in range(draws)]))
 
 
 @pytest.mark.parametrize("passages,layers", BOOK)
@@ -27,7 +27,8 @@ def test_e1_where_ablation_matters(passages, layers):
     assert rate(R.where_it_matters, "reading", "supported", e1_rest=0.1, **kw) >= POWER
     # E1 holding everywhere alike: holds where it matters, the rival not supported
     assert rate(R.where_it_matters, "verdict", "holds", e1_matters=0.1, e1_rest=0.1, **kw) >= POWER
-    assert rate(R.where_it_matters, "reading", "supported", e1_matters=0.1, e1_rest=0.1, **kw) <= SIZE
+    # (the rival's size is about 0.07 at 32 passages and 24 layers, 0.04 at 8: measured on 200 records; 100 here)
+    assert rate(R.where_it_matters, "reading", "supported", e1_matters=0.1, e1_rest=0.1, draws=100, **kw) <= SIZE
 
 
 def test_e1_where_ablation_matters_needs_steps_that_matter():
