@@ -11,7 +11,10 @@ direction that the states tilt towards (a power iteration), a self-loop.  Their 
 ``replaced_outputs(model, ...)`` a context manager that replaces layers' updates (zero, a mean) and always
                                  removes its hooks;
 ``recorded_outputs(model)``      a context manager that keeps every layer's update of the forwards run inside;
-``layer_updates(model, batch)``  one forward: each layer's update ratio, the alignment of the states after its
+``captured(model)``              a context manager that keeps each layer's residual stream (its block's input) and
+                                 update from the forward run inside (``analyze`` reads them from the walk's own
+                                 forward), read by ``update_measures``;
+``layer_updates(model, batch)``  the same from a forward of its own: each layer's update ratio, the alignment of the states after its
                                  update with given directions, and the intact model's loss (decoders) or final
                                  states (encoders);
 ``ablation_costs(...)``          per layer, the cost of zero- and mean-ablating that layer's update.
