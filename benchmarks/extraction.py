@@ -112,11 +112,11 @@ def _variants(names, model, batch, encoder, bridge=None):
 
     def edges():
         from connlap_lite import metrics as M
-        from connlap_lite.analysis import _edge_defects
+        from connlap_lite.analysis import _edge_values
 
         sinks = M.sink_columns(batch["input_ids"].shape[1], encoder)
         for lw in attention_walks(model, batch, progress=False):
-            _edge_defects(lw, lw.attention.double().mean(1), sinks)
+            _edge_values(lw, lw.attention.double().mean(1), sinks)
 
     def walks(attention="logits"):
         for lw in attention_walks(model, batch, progress=False, attention=attention):

@@ -1,5 +1,6 @@
-"""Command line: ``connlap analyze MODEL [options]``, ``verify MODEL`` and ``scorecard REPORT...`` (the console
-script ``connlap``, or ``python -m connlap_lite``; ``--version`` prints the package's version).
+"""Command line: ``connlap analyze MODEL [options]``, ``verify MODEL``, ``scorecard REPORT...`` and
+``ladder ID ID ...`` (the console script ``connlap``, or ``python -m connlap_lite``; ``--version`` prints the
+package's version).
 
 ``analyze`` computes the same metrics as the book's empirical chapters (E1-E3) for any supported
 model, prints a per-layer summary against the nulls, and optionally writes JSON and figures.
@@ -9,6 +10,8 @@ when a layer misses by more than the tolerance, 1e-4 in float32).
 The options and output paths are checked before the analysis; every failure ends in one
 ``error: ...`` line on stderr, which names the option (``--passages``, never a Python parameter), and a
 non-zero exit status (2 for bad options, after the sub-command's own usage line; 1 otherwise).
+``ladder`` measures one family's sizes alike, one model in memory at a time and resumable from the measurement
+cache, and prints E3's model-level verdict with the power that many sizes give (:mod:`connlap_lite.ladder`).
 """
 from __future__ import annotations
 
@@ -118,7 +121,17 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--tol", type=float, help="largest relative error allowed (default 1e-4 in float32)")
     c = sub.add_parser("scorecard", help="the verdicts of E1-E3 over reports written by analyze --json")
     c.add_argument("reports", type=Path, nargs="+", help="JSON reports of trained models (analyze MODEL --json FILE)")
-    ap.commands = {"analyze": a, "verify": v, "scorecard": c}
+    g = sub.add_parser("ladder", help="E3 on one family's sizes: measure each alike, then the model-level verdict")
+    g.add_argument("models", nargs="+", help="hub ids or local folders of one family, smallest first "
+                                             "(e.g. EleutherAI/pythia-70m EleutherAI/pythia-160m ...)")
+    g.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
+    g.add_argument("--tokens", type=int, default=128, help="tokens per passage (default 128)")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seeds", type=int, default=5, help="random-init seeds per model (default 5)")
+    g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (each model in its own precision)")
+    g.add_argument("--out", type=Path, help="write the reports, e3.json and e3_ladder.png into this folder")
+    g.add_argument("--no-cache", action="store_true", help="recompute every model, and overwrite the cache")
+    ap.commands = {"analyze": a, "verify": v, "scorecard": c, "ladder": g}
     return ap
 
 
@@ -317,7 +330,8 @@ def _main(ap, argv=None) -> int:
     try:
         if extra:                                  # (argparse would report them with the top level's usage)
             raise _Usage(f"unrecognized arguments: {' '.join(extra)} (see {ap.commands[args.command].prog} --help)")
-        return {"verify": _verify, "scorecard": _scorecard, "analyze": _analyze}[args.command](args, ap)
+        return {"verify": _verify, "scorecard": _scorecard, "analyze": _analyze,
+                "ladder": _ladder}[args.command](args, ap)
     except _Usage as exc:                          # a bad option found after parsing: that sub-command's usage
         exc.usage = exc.usage or ap.commands[args.command].format_usage()
         raise
@@ -479,6 +493,42 @@ def _write_figures(folder: Path, report, main_condition) -> None:
             if tmp.exists():
                 tmp.unlink()
         written.append(path)
+
+
+def _ladder(args, ap) -> int:
+    """``ladder ID ID ...``: each model measured alike (resumable from the cache), E3's verdicts and their power."""
+    if args.passages < 2:
+        _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
+    if args.tokens < 8:
+        _fail(ap, f"--tokens must be at least 8, got {args.tokens}")
+    if args.seed < 0:
+        _fail(ap, f"--seed must be a nonnegative int, got {args.seed}")
+    if args.seeds < 1:
+        _fail(ap, f"--seeds must be at least 1 (three or more for a verdict), got {args.seeds}")
+    _check_device(args.device)
+    if args.out is not None:
+        if args.out.exists() and not args.out.is_dir():
+            _fail(ap, f"--out {args.out} is a file; give a folder (it is created if missing)")
+        inside = [f for m in args.models for f in _model_folders(m) if args.out.resolve().is_relative_to(f)]
+        if inside:
+            _fail(ap, f"--out {args.out} is inside the model folder {inside[0]}; give a folder outside it")
+        _writable_folder(args.out, f"--out {args.out}")
+    from .ladder import check_ladder, measure_ladder, summary, verdicts, write
+
+    try:
+        check_ladder(args.models)
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    reports = measure_ladder(args.models, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
+                             random_seeds=tuple(range(args.seeds)), device=args.device, refresh=args.no_cache,
+                             progress=True, log=print)
+    rows = verdicts(reports)
+    for line in summary(rows, len(reports)):
+        print(line)
+    if args.out is not None:
+        written = write(reports, rows, args.out)
+        print(f"wrote {len(written) - 2} reports, e3.json and e3_ladder.png to {args.out}")
+    return 0
 
 
 if __name__ == "__main__":

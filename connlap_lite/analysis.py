@@ -38,13 +38,15 @@ Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
 
 from . import metrics as M
 from . import record
-from .edges import edge_defects
+from . import rivals as R
+from .edges import edge_singular_values, rank_free_defect
 from .transports import HeadTransports
 from .nulls import gaussian_null, quantise_q4, random_like, rotation_null, shuffled
 from ._backend import check_int, undefined
@@ -64,6 +66,8 @@ EDGE_PASSAGES = 4    # passages whose edges are measured
 # "shuffled4", each passage's tokens permuted anew (permutation p drawn with seed + p); the rules count them as units
 # like the random-init seeds (E1's rule 4, connlap_lite.report)
 SHUFFLES = 5
+ABLATION_PASSAGES = 2   # passages on which each layer's ablation cost is measured (two forwards per layer)
+RIVAL_SEEDS = 3         # the random-init seeds that measure the rival readings (the rules' minimum, MIN_SEEDS)
 # the record's shape (metric names, units, layer separations) is connlap_lite.record's: analyze writes by it
 
 
@@ -176,16 +180,42 @@ def _data_defects(heads, X: torch.Tensor, keep: list[int], twins: list, seed: in
     return out, gaussian
 
 
-def _edge_defects(lw, walks: torch.Tensor, sinks: list[int]) -> torch.Tensor:
-    """Rank-free defect of the heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the
-    layer's float64 head-mean walks); every edge of the measured passages in one :func:`connlap_lite.edges.edge_defects` call."""
+def _edge_values(lw, walks: torch.Tensor, sinks: list[int], nulls: dict | None = None) -> dict:
+    """The heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the layer's float64 head-mean
+    walks): their rank-free defect (``edge_defect``) and spectral dominance (``edge_dominance``), and the dominance
+    of the same edges' gates on each of ``nulls`` (``{"gaussian": heads, "rotation": heads}``: ``edge_dominance_<key>``);
+    every edge of the measured passages in one :func:`connlap_lite.edges.edge_singular_values` call per heads."""
     k, n = min(EDGE_PASSAGES, walks.shape[0]), walks.shape[-1]
     mask = torch.ones(n, n, dtype=torch.bool, device=walks.device)
     mask.fill_diagonal_(False)
     mask[:, sinks] = False
     mask[sinks, :] = False
     top = torch.where(mask, walks[:k], torch.zeros((), dtype=walks.dtype)).flatten(1).topk(EDGES).indices
-    return edge_defects(lw.attention[:k], lw.transports, top // n, top % n).mean(-1)
+    rows, cols = top // n, top % n
+    s = edge_singular_values(lw.attention[:k], lw.transports, rows, cols)
+    out = {"edge_defect": rank_free_defect(s).mean(-1), "edge_dominance": M.spectral_dominance(s).mean(-1)}
+    for key, heads in (nulls or {}).items():
+        s = edge_singular_values(lw.attention[:k], heads, rows, cols)
+        out[f"edge_dominance_{key}"] = M.spectral_dominance(s).mean(-1)
+    return out
+
+
+def _unit(d: int, seed: int) -> torch.Tensor:
+    """A random unit direction in ``d`` dimensions (``seed``): the state alignment's direction null."""
+    u = torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return u / u.norm()
+
+
+def _own_values(lw) -> tuple[torch.Tensor, torch.Tensor]:
+    """The layer's attention output without its bias offset, and each token's own value ``sum_h T_h x_i``, both
+    ``(B, n, d)`` float64 (from the factors: no ``d x d`` matrix)."""
+    heads = lw.transports
+    X = lw.inputs.double()
+    values = torch.einsum("hdr,bnhr->bnd", heads.U.double(), torch.einsum("hre,bne->bnhr", heads.V.double(), X))
+    output = lw.output.double()
+    if heads.offset is not None:
+        output = output - heads.offset.double()
+    return output, values
 
 
 def twin_transports(twin, layers: int) -> list:
@@ -196,7 +226,7 @@ def twin_transports(twin, layers: int) -> list:
 
 def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=None,
             progress: bool = False, sinks_found: list | None = None, sink_mass_columns: list[int] | None = None,
-            seconds: dict | None = None) -> dict:
+            seconds: dict | None = None, rival: bool = True, ablation: bool = False) -> dict:
     """Every metric for every layer of ``model`` on ``batch``: ``{metric: [per-layer values]}``.
 
     Walk and data metrics are lists of per-passage values; head metrics are per-head values.
@@ -212,6 +242,11 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     ``data_defect_cross_2``, ``_3`` for a second and third twin): their transports on this model's inputs.
     The archived measurements (:data:`connlap_lite.record.ARCHIVED`) are measured beside the current ones.
     ``seconds``, if given, gets the time spent applying the twins' transports (``"twins"``).
+    ``rival`` adds the rival readings' measures (:data:`connlap_lite.record.RIVAL_METRICS`, and the dominance
+    metrics: one more forward, :func:`connlap_lite.rivals.layer_updates`); ``ablation`` adds the cost of zero- and
+    mean-ablating each layer's update on the first :data:`ABLATION_PASSAGES` passages (two forwards of those per
+    layer, :func:`connlap_lite.rivals.ablation_costs`; each layer's mean update is over every passage);
+    ``seconds`` then gets their times too (``"rival"``, ``"ablation"``).
     """
     if not isinstance(batch, dict) or "input_ids" not in batch:
         raise TypeError("batch must be a dict with 'input_ids' (and 'attention_mask'), e.g. from "
@@ -241,7 +276,8 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
             raise TypeError(f"twin must be a model of the same architecture as model ({type(model).__name__}), "
                             f"got {type(t).__name__}; build it with random_like(model, seed)")
     res: dict[str, list] = {k: [] for k in (record.WALK_METRICS + record.STEP_METRICS + record.SEP_METRICS
-                                           + record.HEAD_METRICS + record.DATA_METRICS)}
+                                           + record.HEAD_METRICS + record.DATA_METRICS + record.RIVAL_METRICS
+                                           + record.RIVAL_HEAD_METRICS + record.RIVAL_EDGE_METRICS)}
     previous: list[torch.Tensor] = []                               # the last max(record.SEPARATIONS) layers' walks
     previous_spectra: list = []
     n = batch["input_ids"].shape[1]
@@ -249,55 +285,102 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     fixed_keep = [i for i in range(n) if i not in fixed]
     found: list[list[int]] = []                                     # every layer's sink columns so far
     walks: list[torch.Tensor] = []                                  # (kept for the sink mass when its columns are
-    for lw in attention_walks(model, batch, progress=progress):    # this model's own, known after the last layer)
-        A = lw.attention
-        P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
-        for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
-            P += A[:, h]
-        P /= A.shape[1]
-        sinks = M.detect_sinks(P)
-        found.append(sinks)
-        keep = [i for i in range(n) if i not in sinks]
-        if sink_mass_columns is None:
-            walks.append(P)
-        else:
-            res["sink"].append(M.sink_mass(P, sink_mass_columns).tolist())
-        spectra: list = []
-        for k, v in _walk_metrics(P, sinks, spectra).items():
-            res[k].append(v.tolist())
-        if previous:
-            both = sorted(set(found[-2]) | set(sinks))
-            same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
-            for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
-                                      spectra if same else None, fixed=fixed).items():
+    directions: dict = {"state_alignment": [], "state_alignment_random": [], "state_alignment_cross": []}
+    capture = R.captured(model) if rival else contextlib.nullcontext(({}, {}))
+    with capture as (residuals, updates):       # (the residual stream and each update, from the stream's forward)
+        for lw in attention_walks(model, batch, progress=progress):    # this model's own, known after the last layer)
+            A = lw.attention
+            P = A[:, 0].double()                                       # (B, n, n): the layer's walks, the head mean
+            for h in range(1, A.shape[1]):                             # summed head by head: no float64 copy of A
+                P += A[:, h]
+            P /= A.shape[1]
+            sinks = M.detect_sinks(P)
+            found.append(sinks)
+            keep = [i for i in range(n) if i not in sinks]
+            if sink_mass_columns is None:
+                walks.append(P)
+            else:
+                res["sink"].append(M.sink_mass(P, sink_mass_columns).tolist())
+            spectra: list = []
+            for k, v in _walk_metrics(P, sinks, spectra).items():
                 res[k].append(v.tolist())
-        previous_spectra = spectra
-        for k in record.SEPARATIONS:
-            if len(previous) >= k:
-                both = sorted(set(found[-1 - k]) | set(sinks))
-                Pn, Qn = M.without_sinks(previous[-k], both), M.without_sinks(P, both)
-                res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, both).tolist())
-        previous = (previous + [P])[-max(record.SEPARATIONS):]
-        heads = lw.transports
-        gain = lw.gain
-        res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
-        res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
-        if head_nulls:
-            res["head_defect_rotation"].append(M.scaled_isometry_defect(rotation_null(heads, lw.layer)).tolist())
-        res["copy"].append(M.copy_score(heads).tolist())
-        res["overlap"].append(M.read_write_overlap(heads).tolist())
-        X = lw.inputs.double()
-        res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
-        if head_nulls:
-            others = [(t[lw.layer] if isinstance(t, list) else head_transports(t, lw.layer)).to(dtype=heads.U.dtype)
-                      for t in twins]
-            values, gaussian = _data_defects(heads, X, keep, others, lw.layer, fixed_keep, seconds)
-            for k, v in values.items():
-                res[k].append(v.tolist())
-            # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
-            res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
-            del gaussian, others
-        res["edge_defect"].append(_edge_defects(lw, P, sinks).tolist())
+            if previous:
+                both = sorted(set(found[-2]) | set(sinks))
+                same = both == sinks == found[-2]                          # (the spectra without sinks are reusable)
+                for k, v in _step_metrics(previous[-1], P, both, not encoder, previous_spectra if same else None,
+                                          spectra if same else None, fixed=fixed).items():
+                    res[k].append(v.tolist())
+            previous_spectra = spectra
+            for k in record.SEPARATIONS:
+                if len(previous) >= k:
+                    both = sorted(set(found[-1 - k]) | set(sinks))
+                    Pn, Qn = M.without_sinks(previous[-k], both), M.without_sinks(P, both)
+                    res[f"sep{k}_tv_norm_nosink"].append(M.normalised_walk_distance(Pn, Qn, not encoder, both).tolist())
+            previous = (previous + [P])[-max(record.SEPARATIONS):]
+            heads = lw.transports
+            gain = lw.gain
+            res["head_defect"].append(M.scaled_isometry_defect(heads).tolist())
+            res["head_defect_gain"].append(M.scaled_isometry_defect(M.fold_gain(heads, gain)).tolist())
+            rotated = rotation_null(heads, lw.layer) if head_nulls else None
+            if head_nulls:
+                res["head_defect_rotation"].append(M.scaled_isometry_defect(rotated).tolist())
+            res["copy"].append(M.copy_score(heads).tolist())
+            res["overlap"].append(M.read_write_overlap(heads).tolist())
+            X = lw.inputs.double()
+            res["data_defect"].append(M.data_isometry_defect(heads, X).mean(-1).tolist())
+            if head_nulls:
+                others = [(t[lw.layer] if isinstance(t, list) else head_transports(t, lw.layer)).to(dtype=heads.U.dtype)
+                          for t in twins]
+                values, gaussian = _data_defects(heads, X, keep, others, lw.layer, fixed_keep, seconds)
+                for k, v in values.items():
+                    res[k].append(v.tolist())
+                # the same Gaussian heads (one draw for E2's two Gaussian nulls), their QR factors already cached
+                res["head_defect_gaussian"].append(M.scaled_isometry_defect(gaussian).tolist())
+                if rival:
+                    res["head_dominance_gaussian"].append(M.head_dominance(gaussian).tolist())
+                    res["head_dominance_rotation"].append(M.head_dominance(rotated).tolist())
+                    if others:
+                        directions["state_alignment_cross"].append(M.top_direction(others[0]))
+            edge_nulls = {"gaussian": gaussian, "rotation": rotated} if head_nulls and rival else None
+            for k, v in _edge_values(lw, P, sinks, edge_nulls).items():
+                if k == "edge_defect" or rival:
+                    res[k].append(v.tolist())
+            if head_nulls:
+                del gaussian, others
+            del rotated, edge_nulls
+            if rival:                                                  # the rival readings of this layer
+                timing = time.perf_counter()
+                B = P.shape[0]
+                res["self_loop_nosink"].append(M.self_loop_share(P, sinks).tolist())
+                res["self_loop_uniform"].append([M.uniform_self_loop(n, not encoder, sinks)] * B)
+                output, values = _own_values(lw)
+                res["self_alignment"].append(M.self_alignment(output, values, keep).tolist())
+                res["self_alignment_uniform"].append(M.self_alignment(M.uniform_outputs(values, not encoder), values,
+                                                                      keep).tolist())
+                del output, values
+                res["head_dominance"].append(M.head_dominance(heads).tolist())
+                directions["state_alignment"].append(M.top_direction(heads))
+                directions["state_alignment_random"].append(_unit(heads.d, lw.layer))
+                if seconds is not None:
+                    seconds["rival"] = seconds.get("rival", 0.0) + time.perf_counter() - timing
+    if rival:                   # the rival readings of the stream's forward: the update ratio, the states' alignment
+        timing = time.perf_counter()
+        rows = [[i for i in range(n) if i not in f] for f in found]
+        updates = R.update_measures(residuals, updates, directions={k: v for k, v in directions.items() if v},
+                                    rows=rows)
+        for k in ["update_ratio", *directions]:
+            res[k] = [v.tolist() for v in updates.get(k, [])]
+        if seconds is not None:
+            seconds["rival"] = seconds.get("rival", 0.0) + time.perf_counter() - timing
+        if ablation:
+            timing = time.perf_counter()
+            k = min(ABLATION_PASSAGES, batch["input_ids"].shape[0])
+            few = {key: v[:k] if isinstance(v, torch.Tensor) else v for key, v in batch.items()}
+            for k, v in R.ablation_costs(model, few, encoder=encoder, mean_updates=updates["mean_updates"]).items():
+                res[k] = [c.tolist() for c in v]
+            if seconds is not None:
+                seconds["ablation"] = time.perf_counter() - timing
+        del updates
     if sink_mass_columns is None:                                  # this model's own sinks: every column detected
         columns = sink_columns_of(found)
         res["sink"] = [M.sink_mass(W, columns).tolist() for W in walks]
@@ -316,12 +399,16 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-04.1"
+SCHEMA = "2026-12-04.4"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
 # rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
 # 2026-12-04.1: the shuffled null drawn with SHUFFLES permutations ("shuffled", "shuffled1", ...), the first as before.
+# 2026-12-04.3 (on .1's branch as .2, .3): the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds);
+# the ablation costs of the trained model on its first ABLATION_PASSAGES passages (.2 had every passage, and the
+# first random-init seed's too: too slow for make test); the rival readings in the first RIVAL_SEEDS seeds only.
+# 2026-12-04.4: both: the five shuffle permutations, and the rival readings (the first permutation only).
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:
@@ -493,8 +580,10 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     took = report["condition_seconds"] = {}          # what each condition cost (building its model included,
                                                      # unless it was built for the data null above)
     timing, applied = time.perf_counter(), {}
+    rival = report["rival_seconds"] = {}             # what the rival readings cost, per condition (ablation apart)
     conditions[label] = measure(model, batch, encoder=encoder, twin=twins or None, progress=progress,
-                                sinks_found=sinks.setdefault(label, []), seconds=applied)
+                                sinks_found=sinks.setdefault(label, []), seconds=applied, ablation=True)
+    rival[label] = {k: applied[k] for k in ("rival", "ablation") if k in applied}
     took[label] = time.perf_counter() - timing
     # E2's data null, what it cost: building the seeds' models and transports, and applying them to the inputs
     report["data_null_seconds"] = built + applied.get("twins", 0.0)
@@ -508,16 +597,21 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     for s in random_seeds:
         timing = time.perf_counter()
         null = kept.pop(s) if s in kept else random_like(model, 1000 + s)
+        spent: dict = {}
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
-                                      sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns)
+                                      sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns,
+                                      seconds=spent, rival=s in random_seeds[:RIVAL_SEEDS])
+        rival[f"random{s}"] = spent
         del null
         took[f"random{s}"] = time.perf_counter() - timing
     kept.clear()
     for p, cond in enumerate(record.shuffle_names(SHUFFLES) if args["shuffle"] else []):
         timing = time.perf_counter()
+        spent = {}
         conditions[cond] = measure(model, shuffled(batch, 1, seed + p), encoder=encoder, head_nulls=False,
                                    progress=progress, sinks_found=sinks.setdefault(cond, []),
-                                   sink_mass_columns=columns)
+                                   sink_mass_columns=columns, seconds=spent, rival=p == 0)
+        rival[cond] = spent
         took[cond] = time.perf_counter() - timing
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start

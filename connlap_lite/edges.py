@@ -135,7 +135,8 @@ def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
     :func:`connlap_lite.walk_from_heads` builds them; an edge no head attends has ``T_ij = 0`` and a NaN
     defect).  ``attention`` is one passage's ``(H, n, n)`` with ``rows``, ``cols`` of shape ``(m,)``, or
     a batch ``(B, H, n, n)`` with ``(B, m)`` edges per passage; the result has the shape of ``rows``.
-    Every edge of every passage goes through one batched :func:`gated_singular_values` call, in float64.
+    Every edge of every passage goes through one batched :func:`gated_singular_values` call, in float64
+    (:func:`edge_singular_values`).
 
     >>> import torch
     >>> heads = HeadTransports(torch.eye(4, dtype=torch.float64)[None, :, :2].repeat(2, 1, 1),
@@ -143,6 +144,21 @@ def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
     >>> A = torch.full((2, 3, 3), 1 / 3, dtype=torch.float64)
     >>> edge_defects(A, heads, torch.tensor([0, 2]), torch.tensor([1, 0])).tolist()   # 2 x a projection
     [0.0, 0.0]
+    """
+    s = edge_singular_values(attention, heads, rows, cols)
+    return s.sum(-1) if s.shape[-1] == 0 else rank_free_defect(s)          # no edge: an empty result
+
+
+def edge_singular_values(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
+    """The singular values of the gated edge transports ``T_ij = H sum_h gamma^h_ij T_h``, descending (the shape
+    of ``rows``, then one axis of singular values), as :func:`edge_defects` reads them; arguments as there.
+
+    >>> import torch
+    >>> heads = HeadTransports(torch.eye(4, dtype=torch.float64)[None, :, :2].repeat(2, 1, 1),
+    ...                        torch.eye(4, dtype=torch.float64)[None, :2].repeat(2, 1, 1))
+    >>> A = torch.full((2, 3, 3), 1 / 3, dtype=torch.float64)
+    >>> edge_singular_values(A, heads, torch.tensor([0]), torch.tensor([1]))[0, :2].tolist()
+    [2.0, 2.0]
     """
     _heads(heads)
     A = to_tensor(attention, "attention", ndim=(3, 4), finite=False)     # the edges' gates are checked, not all of A
@@ -166,7 +182,8 @@ def edge_defects(attention, heads: HeadTransports, rows, cols) -> torch.Tensor:
     weights = _over(a, a.sum(-1, keepdim=True) / H)                          # H gamma^h, 0 where no head attends
     groups = torch.arange(H) if heads.groups is None else heads.groups
     if weights.shape[1] == 0:
-        out = torch.zeros(B, 0, dtype=torch.float64, device=A.device)
+        out = torch.zeros(B, 0, 0, dtype=torch.float64, device=A.device)
     else:
-        out = rank_free_defect(gated_singular_values(weights.reshape(-1, H), heads, groups)).reshape(B, -1)
+        s = gated_singular_values(weights.reshape(-1, H), heads, groups)
+        out = s.reshape(B, weights.shape[1], s.shape[-1])
     return out[0] if single else out

@@ -483,3 +483,182 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     s = heads.singular_values(torch.float64)
     return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
+
+
+# ----------------------------------------------------------------------- the rival readings (what attention does
+# instead of a stable isometric walk): a layer that writes little, a dominant direction, the self-loop
+def update_ratio(update: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+    """Per passage, the attention update ratio ``1/n sum_i ||a_i|| / ||r_i||``: the norm of the attention's
+    output ``a_i`` (``update``, ``(B, n, d)``) over the norm of the residual stream ``r_i`` it is added to.
+
+    A layer with a small ratio writes little into the stream (the rival reading of a "stable" layer).
+
+    >>> r = torch.tensor([[[3.0, 4.0], [0.0, 2.0]]])
+    >>> update_ratio(torch.tensor([[[0.0, 1.0], [1.0, 0.0]]]), r).tolist()      # (1/5 + 1/2) / 2
+    [0.35]
+    """
+    a = to_tensor(update, "update", ndim=3).double()
+    r = to_tensor(residual, "residual", ndim=3).double()
+    if a.shape != r.shape:
+        raise ValueError(f"update and residual must have one shape (B, n, d), got {tuple(a.shape)} and "
+                         f"{tuple(r.shape)}")
+    ratio = a.norm(dim=-1) / r.norm(dim=-1)
+    return undefined(ratio.mean(-1), "update_ratio", "a residual vector is zero (x/0)")
+
+
+def next_token_loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Per passage, the mean next-token cross-entropy ``-1/(n-1) sum_i log softmax(z_i)[t_{i+1}]`` in nats
+    (``logits`` ``(B, n, V)``, ``ids`` ``(B, n)``): what a decoder's ablation cost is measured on.
+
+    >>> z = torch.zeros(1, 3, 4)                       # uniform over 4 tokens: log 4 per prediction
+    >>> round(next_token_loss(z, torch.tensor([[0, 1, 2]])).item(), 6) == round(math.log(4), 6)
+    True
+    """
+    z = to_tensor(logits, "logits", ndim=3)
+    ids = torch.as_tensor(ids, device=z.device)
+    if ids.shape != z.shape[:2] or ids.shape[1] < 2:
+        raise ValueError(f"ids must have shape (B, n) = {tuple(z.shape[:2])} with n >= 2, got {tuple(ids.shape)}")
+    loss = torch.nn.functional.cross_entropy(z[:, :-1].float().transpose(1, 2), ids[:, 1:].long(), reduction="none")
+    return loss.double().mean(-1)                     # (float32 per prediction: the logits' own precision at most)
+
+
+def representation_change(states: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """Per passage, ``1/n sum_i ||h_i - h0_i|| / ||h0_i||``: how far the final representations ``states`` moved
+    from the intact model's ``reference`` (``(B, n, d)``): an encoder's ablation cost (it has no next-token loss).
+
+    >>> h0 = torch.tensor([[[1.0, 0.0], [0.0, 2.0]]])
+    >>> representation_change(torch.tensor([[[1.0, 1.0], [0.0, 2.0]]]), h0).tolist()
+    [0.5]
+    """
+    h = to_tensor(states, "states", ndim=3).double()
+    h0 = to_tensor(reference, "reference", ndim=3).double()
+    if h.shape != h0.shape:
+        raise ValueError(f"states and reference must have one shape, got {tuple(h.shape)} and {tuple(h0.shape)}")
+    change = (h - h0).norm(dim=-1) / h0.norm(dim=-1)
+    return undefined(change.mean(-1), "representation_change", "a reference vector is zero (x/0)")
+
+
+def self_loop_share(P: torch.Tensor, sinks: list[int] = ()) -> torch.Tensor:
+    """Per walk, the self-loop share ``1/|R| sum_{i in R} P'_ii``, sinks set aside: ``P' = without_sinks(P,
+    sinks)`` and ``R`` the rows that are not sinks (a sink row has only itself left).
+
+    >>> P = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.25, 0.25]])
+    >>> self_loop_share(P).item(), self_loop_share(P, [0]).item()   # ((1 + .5 + .25)/3, (1 + 1/2)/2)
+    (0.5833333333333334, 0.75)
+    """
+    W = _walks(P).double()
+    n = W.shape[-1]
+    sinks = check_indices(sinks, "sinks", n)
+    rows = [i for i in range(n) if i not in set(sinks)]
+    if not rows:
+        raise ValueError(f"sinks must leave at least one row, got every one of the {n} columns")
+    W = without_sinks(W, sinks) if sinks else W
+    return torch.diagonal(W, dim1=-2, dim2=-1)[..., rows].mean(-1)
+
+
+def uniform_self_loop(n: int, causal: bool, sinks: list[int] = ()) -> float:
+    """:func:`self_loop_share` of the uniform walk (:func:`uniform_walk`): a self-loop share's reference.
+
+    >>> uniform_self_loop(4, causal=False), round(uniform_self_loop(3, causal=True), 4)   # 1/4; (1 + 1/2 + 1/3)/3
+    (0.25, 0.6111)
+    """
+    return float(self_loop_share(uniform_walk(n, causal), sinks))
+
+
+def self_alignment(output: torch.Tensor, values: torch.Tensor, rows: list[int] | None = None) -> torch.Tensor:
+    """Per passage, ``1/|R| sum_{i in R} cos(o_i, v_i)``: how much each token's attention output ``o_i`` points
+    along its own value ``v_i = sum_h T_h x_i`` (both ``(B, n, d)``, without the bias offset); ``rows`` the
+    tokens ``R`` (default all).
+
+    >>> o = torch.tensor([[[1.0, 0.0], [1.0, 1.0]]])
+    >>> v = torch.tensor([[[2.0, 0.0], [1.0, -1.0]]])
+    >>> self_alignment(o, v).tolist()                # (1 + 0) / 2
+    [0.5]
+    """
+    o = to_tensor(output, "output", ndim=3).double()
+    v = to_tensor(values, "values", ndim=3).double()
+    if o.shape != v.shape:
+        raise ValueError(f"output and values must have one shape, got {tuple(o.shape)} and {tuple(v.shape)}")
+    if rows is not None:
+        o, v = o[:, rows], v[:, rows]
+    cos = torch.nn.functional.cosine_similarity(o, v, dim=-1, eps=1e-300)
+    return cos.mean(-1)
+
+
+def uniform_outputs(values: torch.Tensor, causal: bool) -> torch.Tensor:
+    """The outputs uniform attention would give: each token's mean of the values it may attend to (its prefix
+    for a causal model); their :func:`self_alignment` is the self-alignment's reference.
+
+    >>> uniform_outputs(torch.tensor([[[2.0], [4.0]]]), causal=True).tolist()
+    [[[2.0], [3.0]]]
+    """
+    v = to_tensor(values, "values", ndim=3).double()
+    if not causal:
+        return v.mean(1, keepdim=True).expand_as(v)
+    counts = torch.arange(1, v.shape[1] + 1, dtype=v.dtype, device=v.device)[None, :, None]
+    return v.cumsum(1) / counts
+
+
+def spectral_dominance(s: torch.Tensor) -> torch.Tensor:
+    """``sigma_1^2 / sum_k sigma_k^2`` of singular values ``s`` (last axis): the share of a transport's energy in
+    its top direction; ``1/r`` for a scaled isometry of rank ``r``, 1 for a rank-one map (the power-method tilt).
+
+    >>> spectral_dominance(torch.tensor([[1.0, 1.0], [3.0, 1.0]])).tolist()
+    [0.5, 0.9]
+    """
+    s = to_tensor(s, "s", finite=False).double()
+    energy = s.pow(2).sum(-1)
+    top = s.abs().amax(-1).pow(2)
+    out = torch.where(energy > 0, top / energy.clamp_min(1e-300), torch.full_like(energy, float("nan")))
+    return undefined(out, "spectral_dominance", "a transport is zero (0/0)")
+
+
+def head_dominance(heads: HeadTransports) -> torch.Tensor:
+    """Per head, :func:`spectral_dominance` of ``T_h = W_O^h W_V^h`` from the factors (singular values cached on
+    ``heads``).
+
+    >>> U = torch.eye(3, dtype=torch.float64)[None, :, :2]
+    >>> head_dominance(HeadTransports(U * torch.tensor([2.0, 1.0], dtype=torch.float64), U.transpose(1, 2))).tolist()
+    [0.8]
+    """
+    _heads(heads)
+    return spectral_dominance(heads.singular_values(torch.float64))
+
+
+def top_direction(heads: HeadTransports) -> torch.Tensor:
+    """The unit top left singular vector of the layer's ``sum_h T_h`` (``(d,)``, float64, sign fixed so that its
+    largest entry is positive): the direction a power iteration of the layer would tilt the states to.
+
+    >>> U = torch.eye(3, dtype=torch.float64)[None, :, :2] * torch.tensor([1.0, 3.0], dtype=torch.float64)
+    >>> top_direction(HeadTransports(U, torch.eye(3, dtype=torch.float64)[None, :2])).tolist()
+    [0.0, 1.0, 0.0]
+    """
+    _heads(heads)
+    U, V = heads.U.double(), heads.V.double()
+    H, d, r = U.shape
+    Uc = U.permute(1, 0, 2).reshape(d, H * r)                   # sum_h U_h V_h = [U_1 ... U_H] [V_1; ...; V_H]
+    Vc = V.reshape(H * r, d)
+    Qu, Ru = torch.linalg.qr(Uc)
+    Qv, Rv = torch.linalg.qr(Vc.T)
+    left, _, _ = torch.linalg.svd(Ru @ Rv.T)
+    u = Qu @ left[:, 0]
+    return u * torch.sign(u[u.abs().argmax()])
+
+
+def direction_alignment(states: torch.Tensor, direction: torch.Tensor, rows: list[int] | None = None) -> torch.Tensor:
+    """Per passage, ``1/|R| sum_{i in R} |cos(x_i, u)|``: how far the token states ``x_i`` (``(B, n, d)``) are
+    tilted towards the direction ``u``; ``rows`` the tokens ``R`` (default all).  A random direction in ``d``
+    dimensions gives about ``sqrt(2 / (pi d))``.
+
+    >>> x = torch.tensor([[[1.0, 0.0], [1.0, 1.0]]])
+    >>> round(direction_alignment(x, torch.tensor([1.0, 0.0])).item(), 4)      # (1 + 0.7071) / 2
+    0.8536
+    """
+    x = to_tensor(states, "states", ndim=3).double()
+    u = to_tensor(direction, "direction", ndim=1).double().to(x.device)
+    if u.shape[0] != x.shape[-1]:
+        raise ValueError(f"direction must have the states' width {x.shape[-1]}, got {u.shape[0]}")
+    if rows is not None:
+        x = x[:, rows]
+    cos = (x @ u) / (x.norm(dim=-1) * u.norm()).clamp_min(1e-300)
+    return cos.abs().mean(-1)

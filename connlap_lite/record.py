@@ -9,6 +9,8 @@ stated once:
 ``separation(metric)``                   how many layers apart its two walks are (its list has ``layers - k`` entries);
 ``NULLS``                                the registered nulls of the metrics the rules test, by display name;
 ``DATA_SEED_KEYS``                       E2's data null, one key per random-init seed's transports;
+``RIVAL_METRICS`` ...                    the rival readings' measures (a layer that writes little, the self-loop,
+                                         a dominant direction), beside E1 and E2;
 ``ARCHIVED``                             measurements replaced after results were seen, by the date they were;
 ``Report``                               a record validated once, read-only, with the reading methods.
 
@@ -49,10 +51,25 @@ HEAD_METRICS = ["head_defect", "head_defect_gain", "head_defect_rotation", "head
 DATA_SEED_KEYS = ("data_defect_cross", "data_defect_cross_2", "data_defect_cross_3")
 DATA_METRICS = (["data_defect", "edge_defect", "data_defect_nosink", *DATA_SEED_KEYS, "data_defect_gaussian"]
                 + [k for k in _ARCHIVED if k.startswith("data_")])
+# The rival readings (registered 2026-12-04; formulas in connlap_lite.metrics, forwards in connlap_lite.rivals):
+# a layer that writes little (its update ratio; the cost of zero- and mean-ablating its update, in the trained
+# condition only, on its first analysis.ABLATION_PASSAGES passages: unit "ablation passage"; the random-init seeds
+# measure the rival readings in the first analysis.RIVAL_SEEDS of them), the self-loop (sinks set aside; beside the uniform walk's) and
+# each output's alignment with its own value (beside uniform attention's), a dominant W_O W_V direction (each head's
+# and each measured edge's sigma_1^2 / sum sigma^2, beside the Gaussian and rotated heads'; the states' alignment
+# with the layer's top direction, beside a random direction's and the first random-init twin's top direction's).
+RIVAL_METRICS = ["update_ratio", "ablation_zero", "ablation_mean", "self_loop_nosink", "self_loop_uniform",
+                 "self_alignment", "self_alignment_uniform", "state_alignment", "state_alignment_random",
+                 "state_alignment_cross"]
+RIVAL_HEAD_METRICS = ["head_dominance", "head_dominance_gaussian", "head_dominance_rotation"]
+RIVAL_EDGE_METRICS = ["edge_dominance", "edge_dominance_gaussian", "edge_dominance_rotation"]
 # metrics with one value per passage in each per-layer list (the rest: per head, or per measured edge passage)
-PASSAGE_METRICS = WALK_METRICS + STEP_METRICS + SEP_METRICS + [m for m in DATA_METRICS if m != "edge_defect"]
-UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS},
-         "edge_defect": "edge passage"}
+ABLATION_METRICS = ["ablation_zero", "ablation_mean"]
+PASSAGE_METRICS = (WALK_METRICS + STEP_METRICS + SEP_METRICS + [m for m in DATA_METRICS if m != "edge_defect"]
+                   + [m for m in RIVAL_METRICS if m not in ABLATION_METRICS])
+UNITS = {**{m: "passage" for m in PASSAGE_METRICS}, **{m: "head" for m in HEAD_METRICS + RIVAL_HEAD_METRICS},
+         **{m: "edge passage" for m in ["edge_defect"] + RIVAL_EDGE_METRICS},
+         **{m: "ablation passage" for m in ABLATION_METRICS}}
 
 # The registered nulls of each tested metric: display name -> (condition, key). "random<k>" (every
 # random-init seed, the same key) and "shuffled" are whole-model conditions; the rest live in "trained".
@@ -68,6 +85,17 @@ NULLS = {
     "head_defect_gain": {"Gaussian heads": ("trained", "head_defect_gaussian")},
     "data_defect_nosink": {"random-init transports": ("trained", "data_defect_cross"),
                            "Gaussian transports": ("trained", "data_defect_gaussian")},
+    # the rival readings (the random-init seeds that measured them, and the shuffled passages, come with them)
+    "self_loop_nosink": {"shuffled": ("shuffled", "self_loop_nosink"), "uniform walk": ("trained", "self_loop_uniform")},
+    "self_alignment": {"shuffled": ("shuffled", "self_alignment"),
+                       "uniform attention": ("trained", "self_alignment_uniform")},
+    "head_dominance": {"Gaussian heads": ("trained", "head_dominance_gaussian"),
+                       "rotated heads": ("trained", "head_dominance_rotation")},
+    "edge_dominance": {"Gaussian heads": ("trained", "edge_dominance_gaussian"),
+                       "rotated heads": ("trained", "edge_dominance_rotation")},
+    "state_alignment": {"shuffled": ("shuffled", "state_alignment"),
+                        "random direction": ("trained", "state_alignment_random"),
+                        "random-init direction": ("trained", "state_alignment_cross")},
 }
 # the null of each tested metric that the random-init seeds give (the same key in every random<k> condition)
 SEED_NULL = {"tv_norm_nosink": "tv_norm_nosink", "tv_norm": "tv_norm", "head_defect": "head_defect",

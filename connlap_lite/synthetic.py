@@ -307,3 +307,68 @@ def e3_power(counts=(3, 5, 8), *, slope: float = -0.05, model_sd: float = 0.01, 
                    "tv_norm_nosink")["verdict"] for d in range(draws)]
         out[n] = float(np.mean([v == "holds" for v in said]))
     return out
+
+
+# ------------------------------------------------------------------ the rival readings
+ALIGN_SEED_SD = 0.01   # the spread of the states' alignment between random-init seeds
+
+
+def rivals(*, layers: int = 12, passages: int = 16, heads: int = 8, seeds: int = 5, matters=None,
+           e1_matters: float = 0.0, e1_rest: float = 0.0, dominance_gaussian: float = 0.0,
+           dominance_rotation: float = 0.0, alignment: float = 0.0, self_loop: float = 0.0,
+           self_loop_growth: float = 0.0, self_loop_seed_gap: float | None = None, encoder: bool = False, model: str = "m",
+           seed: int = 0) -> dict:
+    """One model's synthetic record of the rival readings (what :mod:`connlap_lite.readings` reads), each effect
+    stated.
+
+    ``matters``: each layer's mean zero-ablation cost (default 0.3 in the first half of the layers, 0.01 in the
+    second), per passage that times ``1 + N(0, 0.2)``.  E1 (``tv_norm_nosink``, as :func:`record`: positional null
+    1.0, cross-passage 1.05, shuffled 1.1, passage effect and noise) sits ``e1_matters`` below the positional null
+    on the steps whose two layers matter (cost >= 0.05) and ``e1_rest`` on the others.  Head dominance: Gaussian
+    heads 0.2, rotated heads 0.2 + ``dominance_gaussian - dominance_rotation``, trained 0.2 + ``dominance_gaussian``
+    (per-head noise :data:`HEAD_NOISE`, a per-layer shift shared by the layer's heads of the same size).  States'
+    alignment: seeds ``0.1 + N(0, ALIGN_SEED_SD)``, trained ``0.1 + alignment * ALIGN_SEED_SD`` plus its own
+    draw.  Self-loop share: uniform walk 0.2 at every layer; trained ``0.2 + self_loop`` plus ``self_loop_growth``
+    times the layer's depth in [0, 1]; each seed ``self_loop_seed_gap`` below the trained curve (default: at the
+    uniform walk's 0.2) plus its own ``N(0, 0.005)``; passage noise 0.02.
+
+    >>> r = rivals(seed=0)
+    >>> r["layers"], sorted(r["conditions"])[:2], len(r["conditions"]["trained"]["tv_norm_nosink"])
+    (12, ['random0', 'random1'], 11)
+    """
+    rng = np.random.default_rng(seed)
+    L, S, B = layers, layers - 1, passages
+    cost = np.where(np.arange(L) < L / 2, 0.3, 0.01) if matters is None else np.asarray(matters, dtype=float)
+    u = TAU * rng.standard_normal(B)
+
+    def curve(mean, scale=1.0, noise=NOISE):
+        mean = np.asarray(mean, dtype=float)[:, None]
+        return mean + scale * (u[None, :] + noise * rng.standard_normal((len(mean), B)))
+
+    def per_head(mean):
+        return mean + HEAD_NOISE * (rng.standard_normal((L, 1)) + rng.standard_normal((L, heads)))
+
+    big = cost >= 0.05
+    both = big[:-1] & big[1:]
+    effect = np.where(both, e1_matters, e1_rest)
+    depth = np.linspace(0, 1, L)
+    trained = {"tv_norm_nosink": curve(1.0 - effect), "positional_tv_norm_nosink": curve(np.full(S, 1.0)),
+               "cross_passage_tv_norm_nosink": curve(np.full(S, 1.05)),
+               "ablation_zero": cost[:, None] * (1 + 0.2 * rng.standard_normal((L, B))),
+               "head_dominance": per_head(0.2 + dominance_gaussian), "head_dominance_gaussian": per_head(0.2),
+               "head_dominance_rotation": per_head(0.2 + dominance_gaussian - dominance_rotation),
+               "state_alignment": curve(np.full(L, 0.1 + ALIGN_SEED_SD * (alignment + rng.standard_normal())),
+                                        0.1),
+               "self_loop_nosink": curve(0.2 + self_loop + self_loop_growth * depth, 0.4),
+               "self_loop_uniform": np.full((L, B), 0.2)}
+    conditions = {"trained": trained, "shuffled": {"tv_norm_nosink": curve(np.full(S, 1.1))}}
+    for s in range(seeds):
+        conditions[f"random{s}"] = {
+            "state_alignment": curve(np.full(L, 0.1 + ALIGN_SEED_SD * rng.standard_normal()), 0.1),
+            "self_loop_nosink": curve(np.full(L, 0.2 + 0.005 * rng.standard_normal()) if self_loop_seed_gap is None
+                                      else 0.2 + self_loop + self_loop_growth * depth - self_loop_seed_gap
+                                      + 0.005 * rng.standard_normal(), 0.4)}
+    conditions = {c: {m: np.asarray(v, dtype=float).tolist() for m, v in values.items()}
+                  for c, values in conditions.items()}
+    return {"model": model, "family": "synthetic", "encoder": encoder, "layers": L, "passages": B, "heads": heads,
+            "conditions": conditions}

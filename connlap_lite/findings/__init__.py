@@ -15,5 +15,6 @@ module           chapter
 ``beyond``       *Beyond E1-E3*
 ``reading``      *Reading a real transformer as a connection walk*
 ``performance``  *Performance* (its opening)
+``ladder``       *E3 on a ladder*
 ===============  ==================================================
 """
