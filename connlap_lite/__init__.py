@@ -20,11 +20,14 @@ module             idea
 ``stats``          bootstrap intervals, Spearman's rho, Holm's correction
 ``analysis``       ``analyze``: every metric of a model against its nulls, cached
 ``footprint``      what measuring a model holds in memory, from its configuration alone (no download)
+``rivals``         the rival readings' forwards: update ratios and ablation costs, hooks in a context manager
+``ladder``         E3 on one family's sizes (``connlap ladder``), one model in memory at a time; tiny offline ladders
 ``memory``         a measurement refused before it is spent: its estimated peak against the memory available
 ``record``         the measurement record's shape (metric names, units, nulls) and the read-only ``Report``
 ``verdicts``       the verdict vocabulary, Holm families, the minimum passages and seeds
 ``report``         the rules of E1-E3 in force (rules 4 and 5, frozen) and their verdicts
 ``rules_history``  the replaced rules of E1-E3 (rules 1 to 3, E2's rule 4), still runnable, and ``RULE_CHANGES``
+``readings``       the rival readings' rules (layers that write little, a dominant direction, the self-loop)
 ``synthetic``      synthetic records whose answer is known: the rules' size and power are tested on them
 ``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
 ``prose``          numbers into words for the computed paragraphs: ranges, lists, counts

@@ -126,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
                                              "(e.g. EleutherAI/pythia-70m EleutherAI/pythia-160m ...)")
     g.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
     g.add_argument("--tokens", type=int, default=128, help="tokens per passage (default 128)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=int, default=0,
+                   help="which passages are drawn from the texts (default 0; the same for every size)")
     g.add_argument("--seeds", type=int, default=5, help="random-init seeds per model (default 5)")
     g.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (each model in its own precision)")
     g.add_argument("--out", type=Path, help="write the reports, e3.json and e3_ladder.png into this folder")

@@ -611,7 +611,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
         conditions[cond] = measure(model, shuffled(batch, 1, seed + p), encoder=encoder, head_nulls=False,
                                    progress=progress, sinks_found=sinks.setdefault(cond, []),
                                    sink_mass_columns=columns, seconds=spent, rival=p == 0)
-        rival[cond] = spent
+        if p == 0:                          # the rival readings' shuffled null is the first permutation's
+            rival[cond] = spent
         took[cond] = time.perf_counter() - timing
     conditions.update(nulls)
     report["seconds"] = time.perf_counter() - start
