@@ -8,10 +8,7 @@ with the page and the text, on
 
 * a ``$`` printed (outside code and mathematics) in a caption or in glued Markdown: unrendered dollar
   mathematics;
-* an upper-case constant name in a figure's or table's caption (code included) or in a glued text of the page;
-* anywhere else in the page's printed text, a ``$`` that opens a formula (``$$``, or ``$`` before a letter, a
-  backslash or a brace): a display formula that touches a line of text (``text\n$$ ... $$``) cannot interrupt
-  that paragraph, and its dollars print, garbling the formulas around it; a blank line before and after fixes it.
+* an upper-case constant name in a figure's or table's caption (code included) or in a glued text of the page.
 
 Glued Markdown is read as MyST, as the book's own cells are (myst-nb's ``{glue:md}`` role and directive read
 it as CommonMark unless told otherwise, and CommonMark prints a formula as raw dollars); what they paste is
@@ -34,7 +31,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "connlap_lite"
 SKIP = (nodes.literal_block, nodes.literal, nodes.math, nodes.math_block, nodes.raw, nodes.comment, nodes.FixedTextElement)
 _UNDERSCORED = re.compile(r"\b[A-Z][A-Z0-9]+_[A-Z0-9_]*[A-Z0-9]\b")      # MIN_SEEDS, not a matrix W_O
 _MATH = re.compile(r"\$\$.*?\$\$|\$[^$]*\$", re.S)
-_OPENS = re.compile(r"\$\$|\$(?=[A-Za-z\\{(])")       # a `$` that opens a formula (not a price, "$5")
 
 
 @functools.lru_cache
@@ -112,12 +108,8 @@ def check(app, doctree, docname: str) -> None:
                     location=node if node is not None else docname, type="connlap", subtype="plain")
 
     for text in doctree.findall(nodes.Text):
-        if "$" not in text or not _printed(text):
-            continue
-        if _polished(text):
+        if "$" in text and _printed(text) and _polished(text):
             warn(["$"], "a caption or glued text (unrendered dollar mathematics?)", text.parent.astext(), text.parent)
-        elif _OPENS.search(text):
-            warn(["$"], "the page's text (unrendered dollar mathematics?)", text.parent.astext(), text.parent)
     for caption in [*doctree.findall(nodes.caption),
                     *(t for table in doctree.findall(nodes.table) for t in table.children if isinstance(t, nodes.title))]:
         words = " ".join(t for t in caption.findall(nodes.Text) if not _inside_math(t))       # code included
