@@ -726,7 +726,9 @@ def setup(app):
     from myst_nb.ext.glue.domain import NbGlueDomain
 
     for name, cls in list(NbGlueDomain.directives.items()):
-        if cls in (directives.PasteFigureDirective, directives.PasteMarkdownDirective, directives.PasteAnyDirective):
+        # (subclasses too: book/_ext/plain_captions.py, set up before this, reads {glue:md} as MyST by a subclass)
+        if isinstance(cls, type) and issubclass(cls, (directives.PasteFigureDirective, directives.PasteMarkdownDirective,
+                                                      directives.PasteAnyDirective)):
             NbGlueDomain.directives[name] = _tagged_directive(cls)
     for name, role in list(NbGlueDomain.roles.items()):
         if isinstance(role, (roles.PasteMarkdownRole, roles.PasteRoleAny, roles.PasteTextRole)):
