@@ -812,4 +812,4 @@ def test_the_confirmation_is_shown_apart_and_says_where_it_differs(e1_book):
     same = FS.confirmation("E2", rows, rows, setting=(32, 128), when="2026-12-05")
     assert "rule 5 of 2026-12-04" in same and same.endswith("They agree on every one.")
     none = FS.confirmation("E3", rows, None, setting=(8, 64), when="2026-12-05")
-    assert "the full build (`make book`, CONNLAP_FULL=1)" in none and "exploratory only" in none
+    assert "the full build (`make book`)" in none and "exploratory only" in none

@@ -375,7 +375,7 @@ def confirmation(claim: str, explored: list[dict], confirmed: list[dict] | None,
     said = "; ".join(f"{k} *{v}*" for k, v in before.items())
     if confirmed is None:
         return (f"**Exploratory verdicts** ({frozen}; the passages the rules were developed on, this build, {when}): "
-                f"{said}. **Confirmatory verdicts:** the full build (`make book`, CONNLAP_FULL=1) applies the same "
+                f"{said}. **Confirmatory verdicts:** the full build (`make book`) applies the same "
                 f"rule once to a confirmation split of the corpus, drawn with the registered seed "
                 f"{CONFIRMATION_SEED} from windows that no exploratory passage touches; this build does not measure "
                 "it, so its verdicts are exploratory only.")
