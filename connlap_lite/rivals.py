@@ -154,12 +154,8 @@ def update_measures(residuals: dict, updates: dict, *, directions: dict | None =
     out: dict = {"update_ratio": [], "mean_updates": [], **{k: [] for k in directions}}
     for layer in range(len(updates)):
         update, residual = updates.pop(layer).double(), residuals.pop(layer).double()
-        out["update_ratio"].append(M.update_ratio(update, residual))
-        out["mean_updates"].append(update.mean((0, 1)))
-        state = residual + update
-        for key, per_layer in directions.items():
-            out[key].append(M.direction_alignment(state, per_layer[layer], None if rows is None else rows[layer]))
-        del update, residual, state
+        _read_layer(out, layer, update, residual, directions, rows)
+        del update, residual
     return out
 
 
@@ -216,12 +212,8 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
     for layer in range(len(updates[0])):
         update = torch.cat([u.pop(layer) for u in updates]).double()
         residual = torch.cat([h[layer] for h in hidden]).double()
-        out["update_ratio"].append(M.update_ratio(update, residual))
-        out["mean_updates"].append(update.mean((0, 1)))
-        state = residual + update
-        for key, per_layer in directions.items():
-            out[key].append(M.direction_alignment(state, per_layer[layer], None if rows is None else rows[layer]))
-        del update, residual, state
+        _read_layer(out, layer, update, residual, directions, rows)
+        del update, residual
     return out
 
 
@@ -239,3 +231,12 @@ def ablation_costs(model, batch: dict, *, encoder: bool, mean_updates: list, bas
                 got = _readout(model, inputs, encoder)
             out[key].append(M.representation_change(got, base) if encoder else got - base)
     return out
+
+
+def _read_layer(out: dict, layer: int, update, residual, directions: dict, rows) -> None:
+    """One layer's update ratio, mean update and the states' alignment with each direction, appended to ``out``."""
+    out["update_ratio"].append(M.update_ratio(update, residual))
+    out["mean_updates"].append(update.mean((0, 1)))
+    state = residual + update
+    for key, per_layer in directions.items():
+        out[key].append(M.direction_alignment(state, per_layer[layer], None if rows is None else rows[layer]))
