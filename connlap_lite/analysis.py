@@ -465,7 +465,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
             shuffle: bool = True, random_init: bool = False, q4: bool = False, texts: list[str] | None = None,
             corpus: str = "pydoc", bos: bool | None = None, device: str = "cpu", cache: bool = True,
             refresh: bool = False, progress: bool = False, known: bool = False, data_seeds=None,
-            split: str = "exploratory") -> "record.Report":
+            split: str = "exploratory", rivals: bool = True) -> "record.Report":
     """Measure every E1/E2 metric on model ``name`` and on its nulls.
 
     Returns a :class:`connlap_lite.record.Report` (read-only, JSON-able, read like a dict): model facts
@@ -486,6 +486,10 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     :data:`connlap_lite.report.CONFIRMATION_SEED`); the report records it as ``"split"``.
     ``bos`` puts the beginning-of-sequence token first (True) or leaves it out (False) instead of
     following the tokenizer (None; see :func:`connlap_lite.passages`): the sink ablation of chapter *Scorecard*.
+    ``rivals=False`` leaves out the rival readings' measures (:data:`connlap_lite.record.RIVAL_METRICS` and the
+    dominance metrics), the ablation costs among them: a measurement that none of them reads (E1's long passages,
+    where two forwards per layer over the full vocabulary cost ten times the rest); the report records
+    ``"rivals": False``.
     ``cache`` reads and writes the measurement cache; ``refresh`` recomputes and overwrites
     the cached report.  A cached report that is unreadable or malformed is recomputed with a warning; a
     report that cannot be cached (a read-only or full disk) is returned, with a warning naming the path.
@@ -502,6 +506,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         corpus = "texts"
     check_bos(bos)
     check_split(split)
+    if not isinstance(rivals, bool):
+        raise TypeError(f"rivals must be True or False (False leaves out the rival readings), got {rivals!r}")
     data_seeds = random_seeds[:len(record.DATA_SEED_KEYS)] if data_seeds is None else _seeds(data_seeds, "data_seeds")
     if len(data_seeds) > len(record.DATA_SEED_KEYS):
         raise ValueError(f"data_seeds must hold at most {len(record.DATA_SEED_KEYS)} seeds, got {data_seeds}")
@@ -512,6 +518,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
         args["bos"] = bos
     if split != "exploratory":                      # (absent for the exploratory passages: the key's default)
         args["split"] = split
+    if not rivals:                                  # (absent when measured: the key's default)
+        args["rivals"] = False
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
     held = {}                                       # the loaded model and its twin, for the chapter *Known results*
@@ -541,7 +549,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     the model only if it is not quantised)."""
     n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
     random_init, q4, texts, corpus = args["random_init"], args["q4"], args["texts"], args["corpus"]
-    bos, data_seeds = args.get("bos"), args["data_seeds"]
+    bos, data_seeds, rivals = args.get("bos"), args["data_seeds"], args.get("rivals", True)
     start = time.perf_counter()
     model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
     limit = max_positions(model)
@@ -563,7 +571,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
               "passages": n_passages, "tokens": n_tokens, "seed": seed, "q4": q4, "corpus": corpus,
               "corpus_digest": args["corpus_digest"], "bos": bos, "split": args.get("split", "exploratory"),
               "windows": [list(w) for w in windows],
-              "data_null_seeds": data_seeds, "conditions": {}}
+              "data_null_seeds": data_seeds, **({} if rivals else {"rivals": False}), "conditions": {}}
     label = "random" if random_init else "trained"
     conditions = report["conditions"]
     # E2's data null: each data seed's head transports, from its weights (no forward pass); the first random-init
@@ -582,7 +590,8 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     timing, applied = time.perf_counter(), {}
     rival = report["rival_seconds"] = {}             # what the rival readings cost, per condition (ablation apart)
     conditions[label] = measure(model, batch, encoder=encoder, twin=twins or None, progress=progress,
-                                sinks_found=sinks.setdefault(label, []), seconds=applied, ablation=True)
+                                sinks_found=sinks.setdefault(label, []), seconds=applied, rival=rivals,
+                                ablation=rivals)
     rival[label] = {k: applied[k] for k in ("rival", "ablation") if k in applied}
     took[label] = time.perf_counter() - timing
     # E2's data null, what it cost: building the seeds' models and transports, and applying them to the inputs
@@ -600,7 +609,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
         spent: dict = {}
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
                                       sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns,
-                                      seconds=spent, rival=s in random_seeds[:RIVAL_SEEDS])
+                                      seconds=spent, rival=rivals and s in random_seeds[:RIVAL_SEEDS])
         rival[f"random{s}"] = spent
         del null
         took[f"random{s}"] = time.perf_counter() - timing
@@ -610,7 +619,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
         spent = {}
         conditions[cond] = measure(model, shuffled(batch, 1, seed + p), encoder=encoder, head_nulls=False,
                                    progress=progress, sinks_found=sinks.setdefault(cond, []),
-                                   sink_mass_columns=columns, seconds=spent, rival=p == 0)
+                                   sink_mass_columns=columns, seconds=spent, rival=rivals and p == 0)
         if p == 0:                          # the rival readings' shuffled null is the first permutation's
             rival[cond] = spent
         took[cond] = time.perf_counter() - timing

@@ -96,7 +96,7 @@ def test_install_cell_names_the_configured_repository(path):
         assert "offline-models" not in src, f"{path.name}: the extra would install the models' dependencies; {fix}"
         assert "*On Colab:*" in cells(nb, "markdown")[0] and "`models` extra" in cells(nb, "markdown")[0], \
             f"{path.name} reads the offline models: its first markdown cell must say how Colab gets them; {fix}"
-    elif re.search(r"\b(footprint|config_of)\(", code):  # a model from its configuration: transformers at its floor
+    elif re.search(r"\b(footprint|config_of|tiny_ladder)\(", code):  # a model from its configuration: transformers
         assert '%pip install -q "connlap-lite[models] @ {SOURCE}" {KEEP}' in src and "MODELS" not in src, \
             f"{path.name} builds a model from its configuration: the models extra, not the models; {fix}"
     else:

@@ -172,6 +172,19 @@ def test_measure_and_analyze_record_the_rivals(tmp_path, monkeypatch):
     plain = measure(model, _batch(), encoder=False, rival=False)
     assert not set(plain) & set(RIVAL_METRICS + RIVAL_HEAD_METRICS + RIVAL_EDGE_METRICS)
     assert _ours(model) == 0
+    # analyze(rivals=False): the same walks' numbers, none of the rival keys, a cache entry of its own
+    bare = analyze(str(folder), n_passages=3, n_tokens=12, random_seeds=(0, 1), data_seeds=(0,), rivals=False)
+    assert bare["rivals"] is False and "rivals" not in report
+    for cond in ("trained", "random0", "shuffled"):
+        assert not set(bare["conditions"][cond]) & set(RIVAL_METRICS + RIVAL_HEAD_METRICS + RIVAL_EDGE_METRICS)
+        for key in ("tv_norm_nosink", "head_defect", "sink"):
+            if key in report["conditions"][cond]:
+                assert bare["conditions"][cond][key] == report["conditions"][cond][key], (cond, key)
+    assert not any(bare["rival_seconds"].values())
+    again = analyze(str(folder), n_passages=3, n_tokens=12, random_seeds=(0, 1), data_seeds=(0,))
+    assert "ablation_zero" in again["conditions"]["trained"]                 # (not the bare report, cached)
+    with pytest.raises(TypeError, match="rivals must be True or False"):
+        analyze(str(folder), n_passages=3, n_tokens=12, rivals="no")
 
 
 def test_passages_in_chunks_give_the_same_numbers(monkeypatch):

@@ -67,7 +67,7 @@ SOURCE_VAR = "CONNLAP_LITE_SOURCE"
 BADGE_ALT = "Open in Colab"
 MODEL_USE = re.compile(r"\b(load_model|analyze|attention_walks)\(")
 # a model built from its configuration alone (transformers, no weights): the models extra, not the offline models
-TRANSFORMERS_USE = re.compile(r"\b(footprint|config_of)\(")
+TRANSFORMERS_USE = re.compile(r"\b(footprint|config_of|tiny_ladder)\(")
 COLAB_NOTE = "*On Colab:*"
 CPU_PARAM = 'DEVICE = "cpu"'
 COLAB_PARAM = '# make test and make book: the CPU\nDEVICE = DEVICE if "google.colab" in sys.modules else "cpu"'

@@ -113,6 +113,8 @@ def setup_cell(models: bool, transformers: bool, measured: dict | None = None) -
 
     >>> print(setup_cell(False, False, {"installs_bytes": 4014080, "seconds": 4.6}).splitlines()[0])
     #@title Set-up: on Colab this installs connlap_lite (4 MB); a first run of the chapter takes under a minute there. { display-mode: "form" }
+    >>> print(setup_cell(False, True).splitlines()[0])      # a chapter that make colab has not run yet
+    #@title Set-up: on Colab this installs connlap_lite with transformers; its first run there has not been timed yet. { display-mode: "form" }
     """
     extra = "[models]" if models or transformers else ""
     what = ("connlap_lite and the four offline models" if models else
@@ -121,7 +123,7 @@ def setup_cell(models: bool, transformers: bool, measured: dict | None = None) -
         said = (f"{what} ({_size(measured['installs_bytes'])}); a first run of the chapter takes "
                 f"{_duration(measured['seconds'])} there")
     else:
-        said = f"{what}; make colab has not timed this chapter yet"
+        said = f"{what}; its first run there has not been timed yet"
     return "\n".join([
         f"#@title Set-up: on Colab this installs {said}. {{ display-mode: \"form\" }}",
         "import os, sys",
