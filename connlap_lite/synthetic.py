@@ -285,6 +285,35 @@ def known(*, effect: float = 0.0, effects: dict | None = None, passages: int = 8
             "conditions": conditions}
 
 
+# ------------------------------------------------------------------ E1's power
+def e1_power(falls=(0.03, 0.05, 0.07), rises=(0.07,), *, draws: int = 40, passages: int = 8,
+             seed: int = 0) -> dict:
+    """What E1's rule in force (:func:`connlap_lite.report.e1`) says, and how often, on ``draws`` seeded records
+    (:func:`record`, ``passages`` passages, 12 layers, 5 random-init seeds, 5 shuffle permutations) of two kinds:
+    ``"converges"``, for each fall ``f`` of ``falls``, a trained curve that falls by ``f`` from the first step to
+    the last and lies ``f`` below every null, whose curves fall as fast (the rule's harness calls it a real
+    convergence); ``"nulls rise"``, for each ``r`` of ``rises``, a flat curve 0.03 below nulls that rise by ``r``
+    (it does not converge).  ``{kind: {size: {verdict: share of draws}}}``; each share is within
+    ``sqrt(p (1 - p) / draws)`` of the rule's rate.
+
+    >>> out = e1_power((0.07,), (), draws=2)
+    >>> list(out["converges"]), round(sum(out["converges"][0.07].values()), 6)
+    ([0.07], 1.0)
+    """
+    from .record import Report
+    from .report import e1
+
+    cases = {"converges": {f: dict(e1_early=f, e1_late=f, trained_rise=-f, null_rise=-f) for f in falls},
+             "nulls rise": {r: dict(e1_early=0.03, e1_late=0.03, null_rise=r) for r in rises}}
+    out: dict = {}
+    for kind, sizes in cases.items():
+        out[kind] = {}
+        for size, kw in sizes.items():
+            said = [e1(Report(record(seed=seed + d, passages=passages, **kw)))["verdict"] for d in range(draws)]
+            out[kind][size] = {v: said.count(v) / draws for v in dict.fromkeys(said)}
+    return out
+
+
 # ------------------------------------------------------------------ E3's power
 def e3_power(counts=(3, 5, 8), *, slope: float = -0.05, model_sd: float = 0.01, decades: tuple = (8.0, 10.0),
              draws: int = 100, passages: int = 8, seed: int = 0) -> dict[int, float]:

@@ -731,6 +731,39 @@ def paragraphs(reports: list[dict], rows: list[dict], grid: dict, *, q4: tuple, 
     return {k: out[k] for k in KEYS}
 
 
+# ----------------------------------------------------------------------- what the rule can see
+def rule_power(power: dict, *, draws: int, passages: int) -> str:
+    """What the rule in force says on synthetic records of this build's shape (``e1_power_says``), from ``power``
+    (:func:`connlap_lite.synthetic.e1_power` with ``draws`` draws of ``passages`` passages).
+
+    >>> text = rule_power({"converges": {0.05: {"holds": 0.5, "inconclusive": 0.5}, 0.07: {"holds": 0.9,
+    ...                   "inconclusive": 0.1}}, "nulls rise": {0.07: {"does not hold": 1.0}}}, draws=20, passages=8)
+    >>> "by 0.07 in 90%" in text and "*inconclusive* in 50%" in text and "never said *does not hold*" in text
+    True
+    """
+    conv, rise = power["converges"], power["nulls rise"]
+    sizes = sorted(conv, reverse=True)
+    share = lambda said, word: said.get(word, 0.0)            # noqa: E731
+    held = [f"by {f:g} in {share(conv[f], 'holds'):.0%}" for f in sizes]
+    weakest = min(sizes, key=lambda f: share(conv[f], "holds"))
+    other = max((w for w in conv[weakest] if w != "holds"), key=lambda w: conv[weakest][w], default=None)
+    refuted = max(share(s_, "does not hold") for s_ in conv.values())
+    text = (f"On synthetic records of this build's shape ({passages} passages, 12 layers, five random-init seeds and "
+            f"five shuffle permutations; `connlap_lite.synthetic.e1_power`, {draws} draws each), the rule says "
+            f"*holds* for a curve that falls and lies below every null by as much as it falls (the nulls falling as "
+            f"fast) {', '.join(held)} of the draws")
+    if other is not None and share(conv[weakest], "holds") < 1:
+        text += f"; at a fall of {weakest:g} it says *{other}* in {conv[weakest][other]:.0%}"
+    text += (". It " + ("never said *does not hold*" if refuted == 0 else
+                        f"said *does not hold* in at most {refuted:.0%}") + " of these converging curves. ")
+    text += " ".join(f"For a flat curve under nulls that rise by {r:g} it says *holds* in {share(said, 'holds'):.0%}."
+                     for r, said in sorted(rise.items()))
+    if refuted <= ALPHA and min(share(s_, "holds") for s_ in conv.values()) < 0.8:
+        text += (" So at this sample a small convergence is more often left *inconclusive* than called *does not "
+                 "hold*: a *does not hold* below is a finding, an *inconclusive* may be a fall too small to see.")
+    return text
+
+
 # ----------------------------------------------------------------------- the exercises' solutions
 def exercise_two(d_causal: list[float], d_full: list[float], report: dict, n: int) -> str:
     """The second exercise's paragraph (``e1_ex2_says``): a small random-init decoder's walks against the

@@ -248,3 +248,23 @@ def paragraphs(reports: list[dict], scorecard_rows: list[dict], rows: dict, *, p
            "e3_says": what_the_data_say(reports, rows), "e3_ladder_costs": ladder}
     assert tuple(out) == KEYS
     return out
+
+
+# ----------------------------------------------------------------------- what the rule can see
+def rule_power(power: dict, *, draws: int, slope: float, model_sd: float, decades: tuple) -> str:
+    """How often the rule in force says *holds* on synthetic ladders with a real effect (``e3_power_says``), from
+    ``power`` (:func:`connlap_lite.synthetic.e3_power`: ``{sizes: share}`` over ``draws`` ladders of one family
+    whose late gap moves ``slope`` per decade with a between-model spread ``model_sd``, over ``decades``).
+
+    >>> rule_power({3: 0.4, 5: 0.9, 8: 1.0}, draws=100, slope=-0.05, model_sd=0.01, decades=(8.0, 10.0))[:40]
+    'On synthetic ladders of one family whose'
+    """
+    counts = sorted(power)
+    return (f"On synthetic ladders of one family whose late gap falls by {abs(slope):g} per decade of non-embedding "
+            f"parameters (from $10^{{{decades[0]:g}}}$ to $10^{{{decades[1]:g}}}$, a spread of {model_sd:g} between "
+            f"models; `connlap_lite.synthetic.e3_power`, {draws} ladders each), the rule says *holds* in "
+            + ", ".join(f"{power[n]:.0%} with {n} sizes" for n in counts)
+            + ". Two sizes give a step, never a verdict; "
+            + (f"{min(n for n in counts if power[n] >= 0.8)} sizes are the fewest of those tried that find such an "
+               "effect at least four times in five." if any(power[n] >= 0.8 for n in counts) else
+               f"none of the ladders tried, up to {counts[-1]} sizes, finds such an effect four times in five."))
