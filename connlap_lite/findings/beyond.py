@@ -2,7 +2,8 @@
 read-write overlap, one edge up close), from the statistics its cells compute.
 
 :func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`trend_rows` is the chapter's depth trend of a
-per-layer metric, trained beside random init.
+per-layer metric, trained beside random init. The self-loop's section has its own texts (:data:`SELF_LOOP_KEYS`,
+:func:`self_loop_paragraphs`, from :func:`connlap_lite.readings.self_loop`) and figure (:func:`self_loop_figure`).
 
 Chapter: *Beyond E1-E3*.
 """

@@ -1,9 +1,10 @@
 """*E1: stability*, in words: the chapter's computed paragraphs, from its reports and the rule's rows.
 
-:func:`paragraphs` returns every glued text of the chapter (:data:`KEYS`), :func:`report_paragraphs` those that
-read only the models' reports and the rule's rows; each of the other functions writes one of them and can be
-called alone. Verdict words are read from the rows
-(:mod:`connlap_lite.report`'s rules), never chosen here.
+:func:`paragraphs` returns every glued text of the chapter's E1 rule (:data:`KEYS`), :func:`report_paragraphs`
+those that read only the models' reports and the rule's rows; each of the other functions writes one of them and
+can be called alone. Verdict words are read from the rows (:mod:`connlap_lite.report`'s rules), never chosen here.
+The section on the rival reading "layers that write little" has its own texts (:data:`WRITE_KEYS`,
+:func:`write_paragraphs`, from :func:`connlap_lite.readings.where_it_matters`) and figure (:func:`write_figure`).
 
 Chapter: *E1*.
 """
@@ -912,7 +913,8 @@ def write_little(reports: list[dict], rows: dict[str, dict]) -> str:
         seeds = [_thirds(r, "update_ratio", c) for c in random_nulls(r)
                  if "update_ratio" in r["conditions"][c]]
         kind = "encoder" if r["encoder"] else "decoder"
-        line = (f"- **{m}** ({kind}, {r['layers']} layers): zero-ablating one layer's attention costs "
+        verb = "changes the final representations by" if r["encoder"] else "costs"
+        line = (f"- **{m}** ({kind}, {r['layers']} layers): zero-ablating one layer's attention {verb} "
                 f"{_cost(r, float(cost[top]))} at most ({layers_of([top])}), {_cost(r, c0)} on average over the first "
                 f"third of the layers and {_cost(r, c1)} over the last; the update ratio is {u0:.2g} over the first "
                 f"third and {u1:.2g} over the last")
@@ -934,7 +936,8 @@ def write_little(reports: list[dict], rows: dict[str, dict]) -> str:
     text = "\n".join(lines) + (
         f"\n\nA layer *matters* when zero-ablating its attention output costs at least the registered threshold "
         f"({rule}), fixed on {rows[first['model']]['date']} from the published reading, before the rule read any "
-        f"of these measurements. Each cost is the mean over the first {passages} passage{'s' * (passages != 1)} "
+        "of these measurements (a first look at some ablation costs and update ratios came before it; the "
+        "threshold was not taken from them). Each cost is the mean over the first {passages} passage{'s' * (passages != 1)} "
         "(one forward per layer for zero-ablation and one for mean-ablation).")
     if took:
         text += (f" Measuring the ablations took {span(took, '{:.2g}')} s per model when this build's measurements "

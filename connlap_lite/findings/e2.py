@@ -2,7 +2,9 @@
 
 The data defect is described against the nulls the verdict uses: the random-init twin's transports and
 Gaussian transports applied to the trained model's own (sink-free) inputs, ``data_defect_cross`` and
-``data_defect_gaussian``. :func:`paragraphs` returns every glued text (:data:`KEYS`).
+``data_defect_gaussian``. :func:`paragraphs` returns every glued text of E2's rule (:data:`KEYS`); the section on
+the rival reading "a dominant direction" has its own (:data:`DOMINANCE_KEYS`, :func:`dominance_paragraphs`, from
+:func:`connlap_lite.readings.dominance`) and figure (:func:`dominance_figure`).
 
 Chapter: *E2*.
 """
