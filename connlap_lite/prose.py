@@ -18,7 +18,7 @@ Chapters: *E1*, *E2*, *E3*, *Known results*, *Beyond E1-E3*, *Scorecard*, *Perfo
 """
 from __future__ import annotations
 
-__all__ = ["span", "names", "who", "tally", "layers_of", "size", "sizes", "measured_at", "caches_at_start"]
+__all__ = ["span", "names", "who", "tally", "pvalue", "layers_of", "size", "sizes", "measured_at", "caches_at_start"]
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
@@ -74,6 +74,17 @@ def tally(flags, noun: str = "model") -> str:
     """
     flags = [bool(f) for f in flags]
     return who([i for i, f in enumerate(flags) if f], among=range(len(flags)), noun=noun, listed=False)
+
+
+def pvalue(p: float) -> str:
+    """A p-value as the prose writes it: ``'p = 0.042'``, ``'p < 0.001'``, ``'p undefined'`` (NaN).
+
+    >>> pvalue(0.0416), pvalue(0.0004), pvalue(float("nan"))
+    ('p = 0.042', 'p < 0.001', 'p undefined')
+    """
+    if p != p:
+        return "p undefined"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def layers_of(layers) -> str:

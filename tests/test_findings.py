@@ -813,3 +813,109 @@ def test_the_confirmation_is_shown_apart_and_says_where_it_differs(e1_book):
     assert "rule 5 of 2026-12-04" in same and same.endswith("They agree on every one.")
     none = FS.confirmation("E3", rows, None, setting=(8, 64), when="2026-12-05")
     assert "the full build (`make book`)" in none and "exploratory only" in none
+
+
+# --- the rival readings (connlap_lite.readings' registered rules), in E1, E2 and Beyond --------------------------
+def _rivals(**kw):
+    """A synthetic record of the rival readings (connlap_lite.synthetic.rivals), completed with the measures the
+    chapters draw but the rules do not read: the update ratio, the mean-ablation cost, the output-value alignment
+    and the random-direction alignment, each stated here."""
+    from connlap_lite import synthetic as Y
+
+    r = Y.rivals(**kw)
+    L, Bp = r["layers"], r["passages"]
+    depth = np.linspace(1, 0, L)[:, None]
+    flat = lambda v: np.full((L, Bp), v).tolist()     # noqa: E731
+    t = r["conditions"]["trained"]
+    t.update(update_ratio=(0.1 + 0.3 * depth + 0 * np.ones((L, Bp))).tolist(),
+             ablation_mean=(0.8 * np.asarray(t["ablation_zero"])).tolist(), self_alignment=flat(0.4),
+             self_alignment_uniform=flat(0.5), state_alignment_random=flat(0.05))
+    for c in record.random_nulls(r):
+        r["conditions"][c].update(update_ratio=flat(0.2), self_alignment=flat(0.6))
+    r.update(head_dim=64, rival_seconds={"trained": {"rival": 1.5, "ablation": 12.0}})
+    return r
+
+
+def _line(text, model):
+    return next(x for x in text.splitlines() if f"**{model}**" in x)
+
+
+@pytest.mark.parametrize("case", [dict(e1_rest=0.1), dict(e1_matters=0.1, e1_rest=0.1),
+                                  dict(matters=[0.3, 0.01] * 6), dict(passages=4)])
+def test_e1_write_little_says_the_rules_words(case):
+    from connlap_lite import readings
+
+    r = _rivals(model="m", layers=12, passages=case.pop("passages", 16), **case)
+    row = readings.where_it_matters(r, n_boot=300)
+    says = F1.write_paragraphs([r], {"m": row})
+    line = _line(says["e1_write_says"], "m")
+    assert f"*{row['verdict']}*" in line and f"*{row['reading']}*" in line
+    if row["verdict"] == "not testable":
+        assert "too few for the rule" in line
+    if row["verdict"] in ("holds", "does not hold"):
+        assert f"{row['margin']:+.3f}" in line
+    assert "0.05 nats of next-token loss" in says["e1_write_says"] and "took 12 s" in says["e1_write_says"]
+    # the update ratio falls with depth in the record; the costs where they are 0.3 early and 0.01 late
+    cost = record.layer_means(r, "ablation_zero")
+    cheaper = cost[-4:].mean() < cost[:4].mean()
+    assert says["e1_write_take"].count("in the model") == 1 + cheaper
+
+
+def test_e1_write_little_changes_with_the_data():
+    from connlap_lite import readings
+
+    fooled = _rivals(model="m", e1_rest=0.1, seed=1)
+    everywhere = _rivals(model="m", e1_matters=0.1, e1_rest=0.1, seed=1)
+    words = [_line(F1.write_little([r], {"m": readings.where_it_matters(r, n_boot=300)}), "m")
+             for r in (fooled, everywhere)]
+    assert words[0] != words[1]
+    enc = _rivals(model="m", encoder=True)
+    said = F1.write_little([enc], {"m": readings.where_it_matters(enc, n_boot=300)})
+    assert "an encoder: 5% mean relative change" in said and "nats" not in said
+
+
+def test_e1_write_figure_has_three_rows_per_model():
+    from connlap_lite import readings
+
+    reports = [_rivals(model="a"), _rivals(model="b", seed=1)]
+    fig = F1.write_figure(reports, {r["model"]: readings.where_it_matters(r, n_boot=100) for r in reports},
+                          n_boot=50)
+    assert len(fig.axes) == 6 and fig.axes[2].get_yscale() == "symlog" and fig.axes[4].get_yscale() == "log"
+
+
+@pytest.mark.parametrize("kw", [dict(dominance_gaussian=0.3, dominance_rotation=0.3, alignment=10),
+                                dict(dominance_gaussian=-0.1, dominance_rotation=-0.1), dict(), dict(seeds=2)])
+def test_e2_dominance_says_the_rules_reading(kw):
+    from connlap_lite import readings
+
+    r = _rivals(model="m", layers=24, **kw)
+    row = readings.dominance(r, n_boot=300)
+    e2 = [{"claim": "E2", "per_model": [{"model": "m", "verdict": "does not hold"}]}]
+    says = F2.dominance_paragraphs([r], {"m": row}, e2)
+    line = _line(says["e2_dominance_says"], "m")
+    assert f"reading *{row['reading']}*" in line or f"gives *{row['reading']}*" in line
+    assert "E2's verdict: *does not hold*" in line
+    if "nulls" in row:
+        assert f"1/d_h = {1 / 64:.3f}" in line
+        assert ("above the Gaussian heads" in line) == bool(row["p_above"][0] < 0.05)
+    dominant = row["reading"] == "dominant direction"
+    assert ("in the model" in says["e2_dominance_take"].split(",")[0]) == dominant
+    assert F2.dominance_figure([r], n_boot=50).axes
+
+
+@pytest.mark.parametrize("kw", [dict(self_loop=0.05, self_loop_growth=0.05), dict(self_loop=0.05),
+                                dict(self_loop=0.05, self_loop_growth=0.05, self_loop_seed_gap=0.0), dict(seeds=2)])
+def test_beyond_self_loop_says_the_rules_verdict(kw):
+    from connlap_lite import readings
+    from connlap_lite.findings import beyond as FB
+
+    reports = {"m": _rivals(model="m", **kw)}
+    rows = {"m": readings.self_loop(reports["m"], n_boot=300)}
+    says = FB.self_loop_paragraphs(reports, rows)
+    line = _line(says["beyond_self_loop_says"], "m")
+    assert f"*{rows['m']['verdict']}*" in line
+    assert ("in the model" in says["beyond_self_loop_take"]) == (rows["m"]["verdict"] == "holds")
+    if "late" in rows["m"]:
+        assert "below uniform attention's in both thirds" in line      # 0.4 against 0.5, as stated above
+        assert ("larger late" in line) == (rows["m"]["late_margin"] > rows["m"]["early_margin"])
+    assert len(FB.self_loop_figure(reports, n_boot=50).axes) == 2

@@ -2,7 +2,8 @@
 read-write overlap, one edge up close), from the statistics its cells compute.
 
 :func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`trend_rows` is the chapter's depth trend of a
-per-layer metric, trained beside random init.
+per-layer metric, trained beside random init. The self-loop's section has its own texts (:data:`SELF_LOOP_KEYS`,
+:func:`self_loop_paragraphs`, from :func:`connlap_lite.readings.self_loop`) and figure (:func:`self_loop_figure`).
 
 Chapter: *Beyond E1-E3*.
 """
@@ -426,3 +427,90 @@ def edge_table(edges: list[dict]) -> str:
               f"{e['head_max']:9.2f} {edge_rank(e):5d} {e['copy']:+9.3f} {e['from_heads']:+10.3f}"
               for e in edges if e["b"] == 0 and e["layer"] % 5 in (0, 4)]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------- the rival reading: the self-loop
+# (rule "self_loop", connlap_lite.readings, registered 2026-12-04; its words are the rule's, never chosen here)
+SELF_LOOP_KEYS = ("beyond_self_loop_take", "beyond_self_loop_says")
+
+
+def self_loop_take(rows: dict[str, dict]) -> str:
+    """The first sentence of the figure's caption (``beyond_self_loop_take``): in how many models the registered
+    rule (``rows``: ``{model: readings.self_loop(report)}``) finds the self-loop above the uniform walk and random
+    init and growing with depth (*holds*).
+
+    >>> self_loop_take({"a": {"verdict": "holds"}, "b": {"verdict": "partly"}})[-38:]
+    '(the rule holds) in 1 of 2 models (a).'
+    """
+    models = list(rows)
+    return (f"The self-loop share lies above the uniform walk and random init and grows with depth (the rule holds) "
+            f"in {who([m for m in models if rows[m]['verdict'] == 'holds'], models)}.")
+
+
+def _first_last(rep: dict, metric: str, cond: str = "trained") -> tuple[float, float]:
+    """The per-layer mean of ``metric`` over the first and over the last third of the layers."""
+    from ..record import third
+
+    y = layer_means(rep, metric, cond)
+    k = third(len(y))
+    return float(y[:k].mean()), float(y[-k:].mean())
+
+
+def _level(row: dict) -> str:
+    """The rule's level condition, in words (its Holm-corrected p-values)."""
+    from ..prose import pvalue
+
+    if row["level"] is None:
+        return "undefined"
+    where = "above both" if row["level"] else "not above both"
+    return f"{where} ({pvalue(row['p_uniform'])} against the uniform walk, {pvalue(row['p_seeds'])} against the seeds)"
+
+
+def self_loop_says(reports: dict[str, dict], rows: dict[str, dict]) -> str:
+    """``beyond_self_loop_says``: per model, the late self-loop share against the uniform walk's and the random-init
+    seeds', its margin over the uniform walk early and late, the rule's verdict (``rows``:
+    ``{model: readings.self_loop(report)}``), and the published measure beside it: each output's alignment with its
+    own value, early and late, against uniform attention's."""
+    from ..prose import pvalue
+
+    lines = []
+    for m, rep in reports.items():
+        row = rows[m]
+        if "late" not in row:
+            lines.append(f"- **{m}**: the rule gives *{row['verdict']}*.")
+            continue
+        a0, a1 = _first_last(rep, "self_alignment")
+        u0, u1 = _first_last(rep, "self_alignment_uniform")
+        grows = "larger" if row["late_margin"] > row["early_margin"] else "not larger"
+        side = ("below uniform attention's in both thirds" if a0 < u0 and a1 < u1 else
+                "above uniform attention's in both thirds" if a0 > u0 and a1 > u1 else
+                "on either side of uniform attention's")
+        lines.append(
+            f"- **{m}**: over the last third of the layers a token keeps {row['late']:.3f} of its attention for "
+            f"itself (sinks set aside), against {row['uniform']:.3f} under the uniform walk and "
+            f"{span(row['seeds'], '{:.3f}')} at random init: {_level(row)}. Its margin over the uniform walk is "
+            f"{row['early_margin']:+.3f} over the first third and {row['late_margin']:+.3f} over the last, {grows} "
+            f"late ({pvalue(row['p_growth'])}, Holm-corrected): the rule says *{row['verdict']}*. Each output's "
+            f"alignment with its own value is {a0:.3f} over the first third and {a1:.3f} over the last, "
+            f"{side} ({u0:.3f} and {u1:.3f}).")
+    return "\n".join(lines)
+
+
+def self_loop_paragraphs(reports: dict[str, dict], rows: dict[str, dict]) -> dict[str, str]:
+    """The section's glued texts, ``{key: markdown}`` (:data:`SELF_LOOP_KEYS`)."""
+    return {"beyond_self_loop_take": self_loop_take(rows), "beyond_self_loop_says": self_loop_says(reports, rows)}
+
+
+def self_loop_figure(reports: dict[str, dict], n_boot: int = 1000):
+    """One column per model: the self-loop share (sinks set aside) against the uniform walk's and random-init seed
+    0's (top), and each output's alignment with its own value against uniform attention's and seed 0's (bottom).
+    Returns the figure."""
+    from .. import plots
+
+    null = ("random0", "random init (seed 0)", plots.STYLE["random0"])
+    return plots.curve_grid(list(reports.values()), [
+        [("self_loop_nosink", "trained", "trained", plots.STYLE["trained"]),
+         ("self_loop_uniform", "trained", "uniform", dict(color="C1", ls=":")), ("self_loop_nosink", *null)],
+        [("self_alignment", "trained", "trained", plots.STYLE["trained"]),
+         ("self_alignment_uniform", "trained", "uniform", dict(color="C1", ls=":")), ("self_alignment", *null)]],
+        ylabels=["self-loop share", "output-value alignment"], n_boot=n_boot)

@@ -1,9 +1,10 @@
 """*E1: stability*, in words: the chapter's computed paragraphs, from its reports and the rule's rows.
 
-:func:`paragraphs` returns every glued text of the chapter (:data:`KEYS`), :func:`report_paragraphs` those that
-read only the models' reports and the rule's rows; each of the other functions writes one of them and can be
-called alone. Verdict words are read from the rows
-(:mod:`connlap_lite.report`'s rules), never chosen here.
+:func:`paragraphs` returns every glued text of the chapter's E1 rule (:data:`KEYS`), :func:`report_paragraphs`
+those that read only the models' reports and the rule's rows; each of the other functions writes one of them and
+can be called alone. Verdict words are read from the rows (:mod:`connlap_lite.report`'s rules), never chosen here.
+The section on the rival reading "layers that write little" has its own texts (:data:`WRITE_KEYS`,
+:func:`write_paragraphs`, from :func:`connlap_lite.readings.where_it_matters`) and figure (:func:`write_figure`).
 
 Chapter: *E1*.
 """
@@ -14,7 +15,7 @@ import math
 import numpy as np
 
 from .. import report as R
-from ..prose import names, span, who
+from ..prose import names, pvalue, span, who
 from ..record import depth_trend, late_value, layer_means, random_nulls, third
 from ..rules_history import e1_rule1, e1_table_rule2, e1_table_rule3, in_force
 from ..scorecard import direction, per_model, verdict_box
@@ -859,3 +860,156 @@ def rule_table(reports: list[dict], grid: dict) -> str:
         lines += [f"  {k:<16}{old[m, k]:<18}{before[m, k]:<18}{third_[m, k]:<18}{label(grid[m, k])}"
                   for k in METRICS]
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------- the rival reading: layers that write little
+# (rule "where_it_matters", connlap_lite.readings, registered 2026-12-04; its words are the rule's, never chosen here)
+WRITE_KEYS = ("e1_write_take", "e1_write_says")
+_UNITS = {False: "of next-token loss", True: "mean relative change of the final representations"}
+
+
+def _cost(report: dict, value: float) -> str:
+    """An ablation cost in its unit: ``'0.05 nats'`` (a decoder's loss), ``'5%'`` (an encoder's relative change).
+
+    >>> _cost({"encoder": False}, 0.0512), _cost({"encoder": True}, 0.0512)
+    ('0.05 nats', '5%')
+    """
+    return f"{value:.0%}" if report.get("encoder") else f"{value:.2f} nats"
+
+
+def _thirds(report: dict, metric: str, condition: str = "trained") -> tuple[float, float]:
+    """The per-layer mean of ``metric`` averaged over the first and over the last third of the layers
+    (:func:`connlap_lite.record.third`)."""
+    y = layer_means(report, metric, condition)
+    k = third(len(y))
+    return float(y[:k].mean()), float(y[-k:].mean())
+
+
+def write_take(reports: list[dict]) -> str:
+    """The first sentence of the figure's caption (``e1_write_take``): in how many models zero-ablating one layer's
+    attention costs less, and its update ratio is smaller, over the last third of the layers than over the first."""
+    models = _models(reports)
+    cheaper = [r["model"] for r in reports if _thirds(r, "ablation_zero")[1] < _thirds(r, "ablation_zero")[0]]
+    smaller = [r["model"] for r in reports if _thirds(r, "update_ratio")[1] < _thirds(r, "update_ratio")[0]]
+    return (f"Zero-ablating one attention layer costs less over the last third of the layers than over the first in "
+            f"{who(cheaper, models)}, and the attention update is smaller against the residual stream there in "
+            f"{who(smaller, models)}.")
+
+
+def _of(n: int, total: int, noun: str) -> str:
+    """``'all 5 steps'``, ``'no step'``, ``'1 of the 23 steps'``.
+
+    >>> _of(5, 5, "step"), _of(0, 5, "step"), _of(1, 23, "step")
+    ('all 5 steps', 'no step', '1 of the 23 steps')
+    """
+    if n == total:
+        return f"all {n} {noun}s" if n != 1 else f"the one {noun}"
+    return f"no {noun}" if n == 0 else f"{n} of the {total} {noun}s"
+
+
+def _matters_sentence(report: dict, row: dict) -> str:
+    """What the rule ``row`` (:func:`connlap_lite.readings.where_it_matters`) says of E1 on the layers that matter
+    and of the rival reading, in words, with the rule's own verdict words."""
+    n, rest = len(row["steps"]), len(row["other_steps"])
+    steps = _of(n, report["layers"] - 1, "step")
+    steps = f"{steps[0].upper()}{steps[1:]} {'join' if n != 1 else 'joins'} two layers that matter"
+    if row["verdict"] == "not testable" and n < 2:
+        return (f"{steps}, too few for the rule (it needs 2): E1 on the layers that matter is *not testable*, and "
+                "so is the rival reading.")
+    if row["verdict"] not in ("holds", "does not hold"):
+        return f"{steps}; the rule gives *{row['verdict']}* on them, and *{row['reading']}* for the rival reading."
+    text = (f"{steps}. There E1's margin (its strongest null made from the model itself minus the trained distance, "
+            f"averaged over those steps) is {row['margin']:+.3f} (one-sided {pvalue(row['p'])}): E1 "
+            f"*{row['verdict']}* on the layers that matter.")
+    if row["reading"] == "not testable":
+        few = "no step joins" if rest == 0 else f"only {rest} step{'s join' if rest != 1 else ' joins'}"
+        return text + (f" As {few} a layer that does not matter (the rule needs 2), the rival reading is "
+                       "*not testable*.")
+    return text + (f" The rival reading, that E1's stable layers are the ones that write little, predicts a larger "
+                   f"margin on the other {rest} steps; the rule finds it *{row['reading']}* ({pvalue(row['p_rival'])}, "
+                   "Holm-corrected with the first).")
+
+
+def write_little(reports: list[dict], rows: dict[str, dict]) -> str:
+    """``e1_write_says``: per model, what zero-ablating one attention layer costs and how large the attention update
+    is, early and late, and what the registered rule ``rows`` (``{model: readings.where_it_matters(report)}``) says:
+    E1 on the layers that matter and the rival reading, in its own words; then the threshold, fixed before reading,
+    and what the ablations cost to measure."""
+    from ..prose import layers_of
+
+    lines = []
+    for r in reports:
+        m, row = r["model"], rows[r["model"]]
+        cost = layer_means(r, "ablation_zero")
+        top = int(np.argmax(cost))
+        (c0, c1), (u0, u1) = _thirds(r, "ablation_zero"), _thirds(r, "update_ratio")
+        seeds = [_thirds(r, "update_ratio", c) for c in random_nulls(r)
+                 if "update_ratio" in r["conditions"][c]]
+        kind = "encoder" if r["encoder"] else "decoder"
+        verb = "changes the final representations by" if r["encoder"] else "costs"
+        line = (f"- **{m}** ({kind}, {r['layers']} layers): zero-ablating one layer's attention {verb} "
+                f"{_cost(r, float(cost[top]))} at most ({layers_of([top])}), {_cost(r, c0)} on average over the first "
+                f"third of the layers and {_cost(r, c1)} over the last; the update ratio is {u0:.2g} over the first "
+                f"third and {u1:.2g} over the last")
+        if seeds:
+            line += (f" (random init: {span([s[0] for s in seeds], '{:.2g}')} and "
+                     f"{span([s[1] for s in seeds], '{:.2g}')}, "
+                     f"{len(seeds)} seed{'s' * (len(seeds) != 1)})")
+        lines.append(f"{line}. {_of(len(row['layers']), r['layers'], 'layer').capitalize()} matter"
+                     f"{'s' * (len(row['layers']) == 1)}. " + _matters_sentence(r, row))
+    first = reports[0]
+    passages = len(first["conditions"]["trained"]["ablation_zero"][0])
+    took = [r["rival_seconds"]["trained"]["ablation"] for r in reports
+            if "ablation" in r.get("rival_seconds", {}).get("trained", {})]
+    rest = [r["rival_seconds"]["trained"]["rival"] for r in reports
+            if "rival" in r.get("rival_seconds", {}).get("trained", {})]
+    thresholds = sorted({(bool(r["encoder"]), rows[r["model"]]["threshold"]) for r in reports})
+    rule = "; ".join(f"{'an encoder' if enc else 'a decoder'}: {_cost({'encoder': enc}, t)} {_UNITS[enc]}"
+                     for enc, t in thresholds)
+    text = "\n".join(lines) + (
+        f"\n\nA layer *matters* when zero-ablating its attention output costs at least the registered threshold "
+        f"({rule}), fixed on {rows[first['model']]['date']} from the published reading, before the rule read any "
+        "of these measurements (a first look at some ablation costs and update ratios came before it; the "
+        "threshold was not taken from them). Each cost is the mean over the first {passages} passage{'s' * (passages != 1)} "
+        "(one forward per layer for zero-ablation and one for mean-ablation).")
+    if took:
+        text += (f" Measuring the ablations took {span(took, '{:.2g}')} s per model when this build's measurements "
+                 f"were made (the other rival measures of the trained model {span(rest, '{:.2g}')} s).")
+    return text
+
+
+def write_paragraphs(reports: list[dict], rows: dict[str, dict]) -> dict[str, str]:
+    """The section's glued texts, ``{key: markdown}`` (:data:`WRITE_KEYS`); ``rows``:
+    ``{model: readings.where_it_matters(report)}``."""
+    return {"e1_write_take": write_take(reports), "e1_write_says": write_little(reports, rows)}
+
+
+def write_figure(reports: list[dict], rows: dict[str, dict], n_boot: int = 1000):
+    """One column per model: the consecutive-layer distance (E1's registered metric, sinks set aside), each layer's
+    zero- and mean-ablation cost with the registered threshold (a dotted line; symmetric-log scale) and its update
+    ratio against random-init seed 0 (log scale). ``rows``: as :func:`write_little`. Returns the figure."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    from .. import plots
+
+    fig = plots.curve_grid(reports, [
+        [(R.E1_METRIC, "trained", "trained", plots.STYLE["trained"])],
+        [("ablation_zero", "trained", "zero-ablation", plots.STYLE["trained"]),
+         ("ablation_mean", "trained", "mean-ablation", dict(color="C2", ls="-."))],
+        [("update_ratio", "trained", "trained", plots.STYLE["trained"]),
+         ("update_ratio", "random0", "random init (seed 0)", plots.STYLE["random0"])]],
+        ylabels=["distance l to l+1", "ablation cost", "update ratio"], xlabel="layer l", n_boot=n_boot)
+    axes = np.array(fig.axes).reshape(3, len(reports))
+    for ax, r in zip(axes[1], reports):
+        t = rows[r["model"]]["threshold"]
+        ax.axhline(t, color="0.3", ls=":", lw=1)
+        ax.set_yscale("symlog", linthresh=t)
+        lo, hi = ax.get_ylim()
+        ticks = [v for v in (-t, 0.0, t, 0.5 if hi < 1 else 1.0, 10.0) if lo <= v <= hi]
+        ax.yaxis.set_major_locator(FixedLocator(ticks))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_locator(NullLocator())
+    for ax in axes[2]:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    return fig

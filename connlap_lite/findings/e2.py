@@ -2,7 +2,9 @@
 
 The data defect is described against the nulls the verdict uses: the random-init twin's transports and
 Gaussian transports applied to the trained model's own (sink-free) inputs, ``data_defect_cross`` and
-``data_defect_gaussian``. :func:`paragraphs` returns every glued text (:data:`KEYS`).
+``data_defect_gaussian``. :func:`paragraphs` returns every glued text of E2's rule (:data:`KEYS`); the section on
+the rival reading "a dominant direction" has its own (:data:`DOMINANCE_KEYS`, :func:`dominance_paragraphs`, from
+:func:`connlap_lite.readings.dominance`) and figure (:func:`dominance_figure`).
 
 Chapter: *E2*.
 """
@@ -10,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..prose import layers_of, names, span, who
+from ..prose import layers_of, names, pvalue, span, who
 from ..record import DATA_SEED_KEYS, layer_curve, layer_means, matrix, random_nulls
 from ..rules_history import e2_rule1, e2_table_rule2, e2_table_rule3, in_force
 from ..scorecard import per_model, verdict_box
 from ..stats import mean_interval, spearman
+from ..verdicts import flag
 
 # the data nulls of the rule, by the keys that hold them in the trained condition (three seeds' transports)
 DATA_NULLS = {"random-init transports": DATA_SEED_KEYS, "Gaussian transports": ("data_defect_gaussian",)}
@@ -601,3 +604,88 @@ def verdict_table(reports: list[dict], rows: list[dict]) -> str:
                      f"{x['data_nulls'][x['strongest_data_null']]:>8.3f}{x['p_data_holm']:>7.3f}  "
                      f"{e2_rule1(r)['verdict']} -> {' -> '.join(before[r['model']])} -> {x['verdict']}")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------- the rival reading: a dominant direction
+# (rule "dominance", connlap_lite.readings, registered 2026-12-04; its words are the rule's, never chosen here)
+DOMINANCE_KEYS = ("e2_dominance_take", "e2_dominance_says")
+READINGS = ("dominant direction", "towards isometry", "neither")
+
+
+def dominance_take(rows: dict[str, dict]) -> str:
+    """The first sentence of the figure's caption (``e2_dominance_take``): how many models each of the rule's
+    readings got (``rows``: ``{model: readings.dominance(report)}``).
+
+    >>> dominance_take({"a": {"reading": "dominant direction"}, "b": {"reading": "neither"}})
+    'The registered rule reads a dominant direction in 1 of 2 models (a), a move towards isometry in no model.'
+    """
+    models = list(rows)
+    dom = [m for m in models if rows[m]["reading"] == "dominant direction"]
+    iso = [m for m in models if rows[m]["reading"] == "towards isometry"]
+    return (f"The registered rule reads a dominant direction in {who(dom, models)}, a move towards isometry in "
+            f"{who(iso, models)}.")
+
+
+def _against(row: dict) -> str:
+    """Where the heads' dominance lies against each head null, by the rule's Holm-corrected one-sided p-values.
+
+    >>> row = {"nulls": {"Gaussian heads": 0.1, "rotated heads": 0.2}, "p_above": [0.01, 0.5], "p_below": [1, 0.6]}
+    >>> _against(row).split(", ")
+    ['above the Gaussian heads (p = 0.010)', 'neither above nor below the rotated heads (p = 0.500 for above)']
+    """
+    parts = []
+    for name, up, down in zip(row["nulls"], row["p_above"], row["p_below"]):
+        if flag(up):
+            parts.append(f"above the {name} ({pvalue(up)})")
+        elif flag(down):
+            parts.append(f"below the {name} ({pvalue(down)})")
+        else:
+            parts.append(f"neither above nor below the {name} ({pvalue(up)} for above)")
+    return ", ".join(parts)
+
+
+def dominance_says(reports: list[dict], rows: dict[str, dict], e2_rows: list[dict]) -> str:
+    """``e2_dominance_says``: per model, the heads' spectral dominance against the Gaussian and rotated heads and
+    an isometry's ``1/d_h``, the states' late-third alignment with each layer's top ``W_O W_V`` direction against
+    random init, the rule's reading (``rows``: ``{model: readings.dominance(report)}``) and E2's verdict beside it
+    (``e2_rows``: the scorecard's rows)."""
+    e2 = registered(e2_rows)
+    lines = []
+    for r in reports:
+        m, row = r["model"], rows[r["model"]]
+        verdict = f"; E2's verdict: *{e2[m]['verdict']}*" if m in e2 else ""
+        if "nulls" not in row:
+            lines.append(f"- **{m}**: the rule gives *{row['reading']}*{verdict}.")
+            continue
+        g, rot = row["nulls"]["Gaussian heads"], row["nulls"]["rotated heads"]
+        seeds = row["alignment_seeds"]
+        lines.append(
+            f"- **{m}**: the heads' dominance is {row['dominance']:.3f} on average, against {g:.3f} for Gaussian heads "
+            f"of the same shape, {rot:.3f} for the same heads with their factors rotated, and 1/d_h = "
+            f"{1 / r['head_dim']:.3f} for a scaled isometry: {_against(row)}, Holm-corrected. Over the last third of the layers the "
+            f"states' alignment with the layer's top direction is {row['alignment']:.3f}, against "
+            f"{span(seeds, '{:.3f}')} at random init ({len(seeds)} seeds; {pvalue(row['p_alignment'])}): "
+            f"reading *{row['reading']}*{verdict}.")
+    return "\n".join(lines)
+
+
+def dominance_paragraphs(reports: list[dict], rows: dict[str, dict], e2_rows: list[dict]) -> dict[str, str]:
+    """The section's glued texts, ``{key: markdown}`` (:data:`DOMINANCE_KEYS`)."""
+    return {"e2_dominance_take": dominance_take(rows), "e2_dominance_says": dominance_says(reports, rows, e2_rows)}
+
+
+def dominance_figure(reports: list[dict], n_boot: int = 1000):
+    """One column per model: each layer's head dominance (mean over heads) against the Gaussian and rotated heads
+    (top), and the states' alignment with the layer's top ``W_O W_V`` direction against the random-init seeds and a
+    random direction (bottom). Returns the figure."""
+    from .. import plots
+
+    seeds = [("state_alignment", c, "random init" if i == 0 else f"_{c}", plots.STYLE["random0"])
+             for i, c in enumerate(random_nulls(reports[0]))]
+    return plots.curve_grid(reports, [
+        [("head_dominance", "trained", "trained", plots.STYLE["trained"]),
+         ("head_dominance_gaussian", "trained", "Gaussian heads", dict(color="C3", ls="--")),
+         ("head_dominance_rotation", "trained", "rotated heads", dict(color="C2", ls="-."))],
+        [("state_alignment", "trained", "trained", plots.STYLE["trained"]), *seeds,
+         ("state_alignment_random", "trained", "random direction", dict(color="C1", ls=":"))]],
+        ylabels=["head dominance", "alignment"], n_boot=n_boot)
