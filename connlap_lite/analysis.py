@@ -399,7 +399,7 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-04.4"
+SCHEMA = "2026-12-05.1"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
@@ -409,6 +409,8 @@ SCHEMA = "2026-12-04.4"
 # the ablation costs of the trained model on its first ABLATION_PASSAGES passages (.2 had every passage, and the
 # first random-init seed's too: too slow for make test); the rival readings in the first RIVAL_SEEDS seeds only.
 # 2026-12-04.4: both: the five shuffle permutations, and the rival readings (the first permutation only).
+# 2026-12-05.1: the rival readings read each layer's update where the block adds it to the residual stream: after
+# the norm that Gemma 2 and 3 and OLMo2 apply to the attention's output (rivals.update_maps; it was read before it).
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:

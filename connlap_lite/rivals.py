@@ -7,7 +7,9 @@ direction that the states tilt towards (a power iteration), a self-loop.  Their 
 :mod:`connlap_lite.metrics` (``update_ratio``, ``next_token_loss``, ``representation_change``,
 ``direction_alignment``, ...); the forwards they need are here, outside the walk's stream:
 
-``output_projections(model)``    every layer's attention output map (the module whose output is the update);
+``output_projections(model)``    every layer's attention output map;
+``update_maps(model)``           every layer's module whose output is the update added to the residual stream (the
+                                 output map, or the norm Gemma 2 and 3 and OLMo2 apply to its output);
 ``replaced_outputs(model, ...)`` a context manager that replaces layers' updates (zero, a mean) and always
                                  removes its hooks;
 ``recorded_outputs(model)``      a context manager that keeps every layer's update of the forwards run inside;
@@ -39,9 +41,9 @@ LOGIT_BYTES = 2 ** 28     # at most this many bytes of logits alive at once (pas
 
 
 def output_projections(model) -> list[torch.nn.Module]:
-    """Every layer's attention output map: the module whose output is the update added to the residual stream
-    (found by its weight, the adapter's ``W_O``: ``o_proj``, ``dense``, ``c_proj``, BERT's ``attention.output.dense``).
-    """
+    """Every layer's attention output map (found by its weight, the adapter's ``W_O``: ``o_proj``, ``dense``,
+    ``c_proj``, BERT's ``attention.output.dense``); its output is the update, unless a norm follows it
+    (:func:`update_maps`)."""
     adapter = adapter_for(model)
     by_weight = {m.weight.data_ptr(): m for m in model.modules() if isinstance(getattr(m, "weight", None), torch.Tensor)
                  and not isinstance(m, torch.nn.Embedding)}
@@ -54,6 +56,15 @@ def output_projections(model) -> list[torch.nn.Module]:
                                "the model: its rival readings cannot be measured")
         out.append(module)
     return out
+
+
+def update_maps(model) -> list[torch.nn.Module]:
+    """Every layer's module whose output is the update the block adds to the residual stream: the attention's
+    output map (:func:`output_projections`), or the norm a family applies to that map's output first (Gemma 2 and
+    3, OLMo2: the adapter's ``written``).  The rival readings read and replace the update there."""
+    adapter, maps = adapter_for(model), output_projections(model)
+    written = getattr(adapter, "written", None)
+    return [(written(model, layer) if written else None) or m for layer, m in enumerate(maps)]
 
 
 @contextmanager
@@ -83,7 +94,7 @@ def replaced_outputs(model, replacements: dict):
     >>> len(m._forward_hooks) == handles_before
     True
     """
-    maps = output_projections(model)
+    maps = update_maps(model)
 
     def make(layer):
         value = replacements[layer]
@@ -106,7 +117,7 @@ def recorded_outputs(model):
             kept[layer] = out.detach()
         return hook
 
-    with _hooks(dict(enumerate(output_projections(model))), make):
+    with _hooks(dict(enumerate(update_maps(model))), make):
         yield kept
 
 
@@ -139,7 +150,7 @@ def captured(model):
     try:
         for layer, block in enumerate(_blocks(model)):
             handles.append(block.register_forward_pre_hook(pre(layer), with_kwargs=True))
-        for layer, proj in enumerate(output_projections(model)):
+        for layer, proj in enumerate(update_maps(model)):
             handles.append(proj.register_forward_hook(post(layer)))
         yield residuals, updates
     finally:

@@ -20,6 +20,7 @@ from connlap_lite.record import RIVAL_EDGE_METRICS, RIVAL_HEAD_METRICS, RIVAL_ME
 from tiny_models import build, make_gpt_neox_folder
 
 FAMILIES = ("gpt_neox", "llama", "qwen2", "bert", "gpt2")
+NORMED = ("gemma3", "olmo2")    # the attention's output normalised once more before the residual stream
 OUTPUT_MAPS = {"gpt_neox": "gpt_neox.layers.{}.attention.dense", "llama": "model.layers.{}.self_attn.o_proj",
                "qwen2": "model.layers.{}.self_attn.o_proj", "gpt2": "transformer.h.{}.attn.c_proj"}
 
@@ -43,7 +44,18 @@ def _loss(model, batch):
     return torch.stack([torch.nn.functional.cross_entropy(z[b, :-1].double(), ids[b, 1:]) for b in range(len(ids))])
 
 
-@pytest.mark.parametrize("family", ["gpt_neox", "llama", "qwen2", "gpt2"])
+class _Constant(torch.nn.Module):
+    """A module that returns ``value`` in the shape of its input (a norm replaced by a mean update)."""
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def forward(self, x):
+        return self.value.to(x.dtype).expand_as(x).clone()
+
+
+@pytest.mark.parametrize("family", ["gpt_neox", "llama", "qwen2", "gpt2", "gemma3"])
 def test_ablation_cost_is_the_loss_difference_with_the_output_map_zeroed(family):
     model, batch = build(family), _batch()
     updates = R.layer_updates(model, batch, encoder=False)
@@ -51,6 +63,12 @@ def test_ablation_cost_is_the_loss_difference_with_the_output_map_zeroed(family)
     costs = R.ablation_costs(model, batch, encoder=False, base=updates["base"], mean_updates=updates["mean_updates"])
     for layer in range(2):
         zeroed, meaned = copy.deepcopy(model), copy.deepcopy(model)
+        if family in NORMED:     # zero in, zero out of the RMSNorm; the mean update is what comes out of the norm
+            zeroed.get_submodule(f"{OUTPUT_MAPS['llama'].format(layer)}").weight.data.zero_()
+            meaned.model.layers[layer].post_attention_layernorm = _Constant(updates["mean_updates"][layer])
+            assert torch.allclose(costs["ablation_zero"][layer], _loss(zeroed, batch) - _loss(model, batch), atol=1e-5)
+            assert torch.allclose(costs["ablation_mean"][layer], _loss(meaned, batch) - _loss(model, batch), atol=1e-5)
+            continue
         for twin, bias in ((zeroed, 0.0), (meaned, updates["mean_updates"][layer])):
             proj = twin.get_submodule(OUTPUT_MAPS[family].format(layer))
             with torch.no_grad():
@@ -78,7 +96,7 @@ def test_an_encoders_ablation_cost_is_the_change_of_its_final_states():
     assert (costs["ablation_zero"][0] > 0).all()
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES + NORMED)
 def test_update_ratio_and_own_values_agree_with_the_stream_and_the_weights(family):
     model, batch = build(family), _batch()
     encoder = family == "bert"
@@ -87,6 +105,9 @@ def test_update_ratio_and_own_values_agree_with_the_stream_and_the_weights(famil
     got = R.layer_updates(model, batch, encoder=encoder)["update_ratio"]
     for lw in attention_walks(model, batch, progress=False):
         a, r = lw.output.double(), hidden[lw.layer].double()
+        if family in NORMED:            # what the block adds: the attention's output through its own norm
+            with torch.no_grad():
+                a = model.model.layers[lw.layer].post_attention_layernorm(lw.output).double()
         want = torch.tensor([sum(float(a[b, i].norm() / r[b, i].norm()) for i in range(a.shape[1])) / a.shape[1]
                              for b in range(a.shape[0])], dtype=torch.float64)
         assert torch.allclose(got[lw.layer], want, rtol=1e-4)

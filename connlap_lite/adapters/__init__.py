@@ -97,6 +97,9 @@ class Adapter(Protocol):
 
 
 PROTOCOL = ("layers", "shape", "value_output", "pre_norm", "norm_gain", "module_output")   # :class:`Adapter`'s
+# An adapter may also define ``written(model, layer)``: the module whose output the block adds to the residual
+# stream where that is not the output map (a norm applied to the attention's output), else None;
+# :func:`connlap_lite.rivals.update_maps` reads it.
 
 
 def extend(layout: ModuleType, base: ModuleType) -> SimpleNamespace:

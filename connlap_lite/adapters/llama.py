@@ -13,6 +13,8 @@ TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "mixtral", "olmo", "
          "granite", "cohere", "stablelm", "starcoder2", "smollm3", "helium", "phi", "gpt_oss", "gemma2",
          "gemma3", "gemma3_text")
 PLUS_ONE = ("gemma2", "gemma3", "gemma3_text")         # RMSNorm scaling by 1 + w
+# the attention's output normalised once more before it is added to the residual stream (post_attention_layernorm)
+NORMED_OUTPUT = ("gemma2", "gemma3", "gemma3_text", "olmo2")
 
 
 def _layer(model, layer):
@@ -47,3 +49,9 @@ def norm_gain(model, layer):
     if weight is None:
         return None
     return 1.0 + weight if model.config.model_type in PLUS_ONE else weight
+
+
+def written(model, layer):
+    """The module whose output the block adds to the residual stream, where it is not the output map: the norm
+    Gemma 2 and 3 and OLMo2 apply to the attention's output (``post_attention_layernorm``); None elsewhere."""
+    return _layer(model, layer).post_attention_layernorm if model.config.model_type in NORMED_OUTPUT else None
