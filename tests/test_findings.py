@@ -855,6 +855,9 @@ def test_e1_write_little_says_the_rules_words(case):
     if row["verdict"] in ("holds", "does not hold"):
         assert f"{row['margin']:+.3f}" in line
     assert "0.05 nats of next-token loss" in says["e1_write_says"] and "took 12 s" in says["e1_write_says"]
+    n = len(r["conditions"]["trained"]["ablation_zero"][0])
+    assert f"the first {n} passage" in says["e1_write_says"]
+    assert not re.search(r"\{(?!ref\})[a-z_]", " ".join(says.values())), "a placeholder left unformatted"
     # the update ratio falls with depth in the record; the costs where they are 0.3 early and 0.01 late
     cost = record.layer_means(r, "ablation_zero")
     cheaper = cost[-4:].mean() < cost[:4].mean()

@@ -970,8 +970,8 @@ def write_little(reports: list[dict], rows: dict[str, dict]) -> str:
         f"\n\nA layer *matters* when zero-ablating its attention output costs at least the registered threshold "
         f"({rule}), fixed on {rows[first['model']]['date']} from the published reading, before the rule read any "
         "of these measurements (a first look at some ablation costs and update ratios came before it; the "
-        "threshold was not taken from them). Each cost is the mean over the first {passages} passage{'s' * (passages != 1)} "
-        "(one forward per layer for zero-ablation and one for mean-ablation).")
+        f"threshold was not taken from them). Each cost is the mean over the first {passages} "
+        f"passage{'s' * (passages != 1)} (one forward per layer for zero-ablation and one for mean-ablation).")
     if took:
         text += (f" Measuring the ablations took {span(took, '{:.2g}')} s per model when this build's measurements "
                  f"were made (the other rival measures of the trained model {span(rest, '{:.2g}')} s).")
