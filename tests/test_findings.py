@@ -279,7 +279,10 @@ def test_scorecard_headline_and_grid(e1_book):
     assert "3 random-init seeds, no shuffled passages" in says["scorecard_corpora"]
     assert "*not comparable*" in says["scorecard_corpora"]
     same = FS.corpora_note(reports, {"stdlib": reports})
-    assert "can be set beside" in same
+    assert "can be set beside" in same and " only" not in same
+    # fewer models on the other corpora (make test): the note names them
+    few = FS.corpora_note(reports, {"stdlib": reports[:1]})
+    assert f"measured for {reports[0]['model']} only" in few
     # every dated rule change, rule 1 -> 2 and rule 2 -> 3 (and E2's 3 -> 4), with its old and new verdicts
     changes = says["scorecard_rule_changes"]
     for c in ("E1", "E2", "E3"):

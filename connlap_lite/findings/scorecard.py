@@ -311,16 +311,18 @@ def corpora_note(reports: list[dict], corpora: dict[str, list[dict]]) -> str:
     other = [r for rs in corpora.values() for r in rs]
     if not other:
         return "No other corpus is measured in this build."
+    measured = list(dict.fromkeys(r["model"] for r in other))
+    which = "" if {r["model"] for r in reports} <= set(measured) else f" for {names(measured)} only"
     alike = all(seeds(r) >= MIN_SEEDS for r in other) and \
         {"shuffled" in r["conditions"] for r in other} <= {"shuffled" in r["conditions"] for r in reports}
     if alike:
-        return (f"The other corpora are measured with {nulls(other)}, the main corpus with {nulls(reports)}: the same "
+        return (f"The other corpora are measured{which} with {nulls(other)}, the main corpus with {nulls(reports)}: the same "
                 "nulls, the seeds counted as units by the rules, so their verdicts can be set beside the main "
                 "corpus's.")
-    return (f"In this build the other corpora are measured with {nulls(other)}, the main corpus with "
+    return (f"In this build the other corpora are measured{which} with {nulls(other)}, the main corpus with "
             f"{nulls(reports)}: the other corpora's rows say *not comparable*, since a verdict against fewer "
-            f"nulls is no difference between corpora. (The full build measures every corpus with at least "
-            f"{MIN_SEEDS} seeds and the shuffled passages; `make test` cannot spend the time.)")
+            f"nulls is no difference between corpora. (The full build measures every model on every corpus with at "
+            f"least {MIN_SEEDS} seeds and the shuffled passages; `make test` cannot spend the time.)")
 
 
 def paragraphs(rows: list[dict], robust: dict, corpora: dict, reports: list[dict],
