@@ -639,9 +639,9 @@ def top_direction(heads: HeadTransports) -> torch.Tensor:
     Uc = U.permute(1, 0, 2).reshape(d, H * r)                   # sum_h U_h V_h = [U_1 ... U_H] [V_1; ...; V_H]
     Vc = V.reshape(H * r, d)
     Qu, Ru = torch.linalg.qr(Uc)
-    Qv, Rv = torch.linalg.qr(Vc.T)
-    left, _, _ = torch.linalg.svd(Ru @ Rv.T)
-    u = Qu @ left[:, 0]
+    Rv = torch.linalg.qr(Vc.T, mode="r")[1]
+    C = Ru @ Rv.T                                               # sum_h T_h = Qu C Qv^T
+    u = Qu @ torch.linalg.eigh(C @ C.T)[1][:, -1]               # C's top left singular vector: C C^T's top eigenvector
     return u * torch.sign(u[u.abs().argmax()])
 
 
