@@ -13,6 +13,18 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium through its own chromedriver (tools/chromium.py), one for the browser tests."""
+    import chromium
+
+    try:
+        with chromium.browser() as driver:
+            yield driver
+    except chromium.Missing as exc:
+        pytest.fail(str(exc))
+
+
 def fake_chunked(tmp_path, monkeypatch, module: str, chunk: str, data: list[bytes]):
     """Installed-looking packages ``module1``, ``module2``, ... on ``sys.path``, each holding one chunk of ``data``
     at ``chunk`` (formatted with ``k`` from 1 and ``j`` from 0, as the model zoo formats it), registered as the

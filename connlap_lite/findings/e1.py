@@ -557,26 +557,26 @@ def rule1_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
     return {(r["model"], k): label(e1_rule1(r, k)) for r in reports for k in METRICS}
 
 
-def rule2_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
-    """Rule 2's verdicts (registered 2026-11-30, replaced 2026-12-01) on the ten metrics, one Holm family per
-    structure as it was registered: ``{(model, metric): label}``."""
+def _table_labels(reports: list[dict], table) -> dict[tuple[str, str], str]:
+    """A table rule's verdicts on the ten metrics, one Holm family per structure: ``{(model, metric): label}``."""
     out = {}
     for is_encoder in (True, False):
         group = [r for r in reports if r["encoder"] == is_encoder]
         if group:
-            out.update({(row["model"], row["metric"]): label(row) for row in e1_table_rule2(group, list(METRICS))})
+            out.update({(row["model"], row["metric"]): label(row) for row in table(group, list(METRICS))})
     return out
+
+
+def rule2_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
+    """Rule 2's verdicts (registered 2026-11-30, replaced 2026-12-01) on the ten metrics, one Holm family per
+    structure as it was registered: ``{(model, metric): label}``."""
+    return _table_labels(reports, e1_table_rule2)
 
 
 def rule3_labels(reports: list[dict]) -> dict[tuple[str, str], str]:
     """Rule 3's verdicts (registered 2026-12-01, replaced 2026-12-04) on the ten metrics, one Holm family per
     structure as it was applied: ``{(model, metric): label}``."""
-    out = {}
-    for is_encoder in (True, False):
-        group = [r for r in reports if r["encoder"] == is_encoder]
-        if group:
-            out.update({(row["model"], row["metric"]): label(row) for row in e1_table_rule3(group, list(METRICS))})
-    return out
+    return _table_labels(reports, e1_table_rule3)
 
 
 def verdicts(reports: list[dict], rows: list[dict], grid: dict) -> str:

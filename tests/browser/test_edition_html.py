@@ -74,15 +74,6 @@ def pages():
         yield url
 
 
-@pytest.fixture(scope="session")
-def browser():
-    try:
-        with chromium.browser() as driver:
-            yield driver
-    except chromium.Missing as exc:
-        pytest.fail(str(exc))
-
-
 SEEN = """
 const done = arguments[arguments.length - 1];
 const wait = (window.MathJax && MathJax.startup) ? MathJax.startup.promise : Promise.resolve();

@@ -17,18 +17,9 @@ body {{ margin: 0; }} article.bd-article {{ width: {column}px; margin-left: 200p
 WIDE_TABLE = "<table><tr>" + "".join(f"<td style='white-space:nowrap'>column number {k}</td>" for k in range(40)) + "</tr></table>"
 
 
-@pytest.fixture(scope="module")
-def driver():
-    try:
-        with chromium.browser() as d:
-            yield d
-    except chromium.Missing as exc:
-        pytest.fail(str(exc))
-
-
-def open_page(driver, tmp_path, content, column=700):
+def open_page(browser, tmp_path, content, column=700):
     (tmp_path / "p.html").write_text(PAGE.format(column=column, content=content))
-    driver.get((tmp_path / "p.html").as_uri())
+    browser.get((tmp_path / "p.html").as_uri())
 
 
 @pytest.mark.parametrize("content, kind", [
@@ -38,37 +29,37 @@ def open_page(driver, tmp_path, content, column=700):
     ("<figure><img src='data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7' style='width:1200px;height:10px'></figure>",
      "figure"),
 ])
-def test_overflow_finds_what_is_wider_than_the_column(driver, tmp_path, content, kind):
-    open_page(driver, tmp_path, content)
-    found = driver.execute_script(chromium.OVERFLOW)
+def test_overflow_finds_what_is_wider_than_the_column(browser, tmp_path, content, kind):
+    open_page(browser, tmp_path, content)
+    found = browser.execute_script(chromium.OVERFLOW)
     assert [f["kind"] for f in found] == [kind], found
     assert found[0]["under"] == "Where it is" and found[0]["width"] > found[0]["column"]
 
 
-def test_overflow_passes_what_fits(driver, tmp_path):
-    open_page(driver, tmp_path, "<table><tr><td>a</td><td>b</td></tr></table><pre>short</pre>"
+def test_overflow_passes_what_fits(browser, tmp_path):
+    open_page(browser, tmp_path, "<table><tr><td>a</td><td>b</td></tr></table><pre>short</pre>"
                                 "<div class='scroll'><pre>fits</pre></div>")
-    assert driver.execute_script(chromium.OVERFLOW) == []
+    assert browser.execute_script(chromium.OVERFLOW) == []
 
 
-def test_the_pdf_shrinks_a_table_that_can_fit_and_fails_one_that_cannot(driver, tmp_path):
+def test_the_pdf_shrinks_a_table_that_can_fit_and_fails_one_that_cannot(browser, tmp_path):
     # a table a little wider than the printed column is shrunk to fit; one three times wider is reported
     a_little = "<table style='width:%dpx'><tr><td>a</td></tr></table>" % int(book_pdf.COLUMN_PX * 1.2)
-    open_page(driver, tmp_path, a_little, column=book_pdf.COLUMN_PX)
-    assert book_pdf.too_wide(driver) == []
+    open_page(browser, tmp_path, a_little, column=book_pdf.COLUMN_PX)
+    assert book_pdf.too_wide(browser) == []
     far = "<table style='width:%dpx'><tr><td>a</td></tr></table>" % (3 * book_pdf.COLUMN_PX)
-    open_page(driver, tmp_path, far, column=book_pdf.COLUMN_PX)
-    assert [f["kind"] for f in book_pdf.too_wide(driver)] == ["table"]
+    open_page(browser, tmp_path, far, column=book_pdf.COLUMN_PX)
+    assert [f["kind"] for f in book_pdf.too_wide(browser)] == ["table"]
 
 
 
-def test_the_pdf_prints_the_dropdowns_open_and_leaves_a_folded_set_up_cell_folded(driver, tmp_path):
+def test_the_pdf_prints_the_dropdowns_open_and_leaves_a_folded_set_up_cell_folded(browser, tmp_path):
     # a secondary figure folded in a dropdown on screen is on paper; the set-up cell's folded input stays folded
     content = ("<details class='sd-dropdown'><summary>More</summary><figure><figcaption>Figure 1.2</figcaption>"
                "</figure></details><details class='hide above-input'><summary>Show code</summary><pre>x</pre></details>")
-    open_page(driver, tmp_path, content, column=book_pdf.COLUMN_PX)
-    driver.execute_script(book_pdf.PREPARE, "", book_pdf.FOLD_AFTER, book_pdf.FOLD_KEEP)
-    assert driver.execute_script("return [...document.querySelectorAll('details')].map(d => d.open)") == [True, False]
+    open_page(browser, tmp_path, content, column=book_pdf.COLUMN_PX)
+    browser.execute_script(book_pdf.PREPARE, "", book_pdf.FOLD_AFTER, book_pdf.FOLD_KEEP)
+    assert browser.execute_script("return [...document.querySelectorAll('details')].map(d => d.open)") == [True, False]
 
 FIRST_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>body {{ margin: 0; }}</style></head>
 <body><article class="bd-article"><section><h1>A chapter</h1>
@@ -87,11 +78,11 @@ PLAIN = "A plain summary of what this chapter finds, in words that a student rea
     (PLAIN, 2000, "figure"),                                           # the figure below the first screen
     (PLAIN.replace("words", "<code>tv_norm_nosink</code>"), 0, "identifier"),
 ])
-def test_first_screen_finds_the_summary_the_figure_and_the_folded_set_up(driver, tmp_path, summary, gap, problem):
+def test_first_screen_finds_the_summary_the_figure_and_the_folded_set_up(browser, tmp_path, summary, gap, problem):
     (tmp_path / "p.html").write_text(FIRST_PAGE.format(summary=summary, gap=gap))
-    driver.get((tmp_path / "p.html").as_uri())
-    with chromium.viewport(driver, chromium.WIDTH, 800):
-        seen = driver.execute_script(chromium.FIRST_SCREEN)
+    browser.get((tmp_path / "p.html").as_uri())
+    with chromium.viewport(browser, chromium.WIDTH, 800):
+        seen = browser.execute_script(chromium.FIRST_SCREEN)
     assert seen["summary"]["text"].startswith("A plain summary") and seen["summary"]["top"] < 800
     assert seen["setup"] == {"folded": True, "note": "Set-up: installs the package (show the source)"}
     assert (seen["figure"]["top"] >= 800) == (problem == "figure")

@@ -62,16 +62,6 @@ def site():
         yield url
 
 
-@pytest.fixture(scope="session")
-def browser():
-    """Headless Debian Chromium through its own chromedriver (tools/chromium.py)."""
-    try:
-        with chromium.browser() as driver:
-            yield driver
-    except chromium.Missing as exc:
-        pytest.fail(str(exc))
-
-
 def test_every_toc_page_was_built_and_every_built_page_is_in_the_toc():
     if not (SITE / "index.html").is_file():
         pytest.fail(f"no built site at {SITE}: run `make html-strict`")
