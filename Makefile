@@ -9,7 +9,8 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book test unit notebooks lane-unit lane-chapters lane-reader html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
+.PHONY: install book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict-edition test-browser \
+	test-edition html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
 	colab-edition edition edition-run
 
 install: $(STAMP)
@@ -33,15 +34,33 @@ $(FULLSTAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps-full.txt
 	touch $@
 
-# The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1).
+# The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1), on both cores. The build executes
+# the chapters in order while a second lane measures the last of the main models (tools/measure.py) and then
+# executes the scorecard, the chapter that measures most (the other corpora, the round trips, the BOS toggles, the
+# fifth model, the confirmation split), for its measurements alone; a report that both lanes ask for is measured
+# once (the cache's lock: the second asker waits, then reads it). One thread per process.
+BOOK_LANE := book/empirical/scorecard.ipynb
 book: install $(FULLSTAMP)
-	CONNLAP_FULL=1 $(VENV)/bin/jupyter-book build . --keep-going
+	@date +'%T make book starts'
+	CONNLAP_FULL=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=line book-build book-measure
+	@date +'%T make book ends'
 	@echo "book: _build/html/index.html"
 
+book-build:
+	$(VENV)/bin/jupyter-book build . --keep-going
+
+book-measure:
+	$(PY) tools/measure.py $(LANE_MODEL)
+	$(PY) -m jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=3600 --stdout $(BOOK_LANE) \
+	  >/dev/null
+	@date +'%T $@ ends'
+
 # (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
+# (UNIT_LATER: test files left out, make test runs them in a later stage; --durations: the slowest, in the log)
 unit: install
-	$(PY) -m pytest -q --doctest-modules connlap_lite tests tools/student_edition.py tools/colab_edition.py \
-	  book/_ext/edition_builder.py --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition
+	$(PY) -m pytest -q --durations=15 --doctest-modules connlap_lite tests tools/student_edition.py \
+	  tools/colab_edition.py book/_ext/edition_builder.py --ignore=tests/browser --ignore=tests/reader \
+	  --ignore=tests/edition $(foreach f,$(UNIT_LATER),--ignore=$(f))
 
 NBVAL := $(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0
 
@@ -49,26 +68,41 @@ notebooks: install
 	$(NBVAL) book
 
 # make test's two lanes, about equal on two cores: the last of the book's models measured into the cache
-# (tools/measure.py), then the unit tests; beside them every chapter but the theory, the appendices and Beyond first
-# (Beyond measures the other three models and reads the fourth from the cache, measured by then; E1, E2, E3, the
-# scorecard and the known results read all four from the cache, and the scorecard measures its ablations: the other
-# corpora, the BOS toggles, the round trips). The theory chapters run later, beside the strict build (lane-reader).
+# (tools/measure.py), the chapters that read no report of analyze (book/models: the known results measure their
+# own), then the unit tests; beside them the other chapters but the theory, Beyond first (Beyond measures the other
+# three models and reads the fourth from the cache, measured by then; E1, E2, E3 and the scorecard read all four from
+# the cache, and the scorecard measures its ablations: the other corpora, the BOS toggles, the round trips). The
+# theory chapters and the CLI's end-to-end tests (UNIT_LATER) run later, beside the strict build (lane-reader).
+# Each lane prints the time it starts and ends.
 LANE_MODEL := qwen2.5-coder-0.5b
+LANE_BESIDE := book/models
 LANE_LATER := book/theory
+UNIT_LATER := tests/test_analysis.py
 lane-unit: install
+	@date +'%T $@ starts'
 	$(PY) tools/measure.py $(LANE_MODEL)
-	$(MAKE) --no-print-directory unit
+	$(NBVAL) $(LANE_BESIDE)
+	$(MAKE) --no-print-directory unit UNIT_LATER="$(UNIT_LATER)"
+	@date +'%T $@ ends'
 
 lane-chapters: install
-	$(NBVAL) book $(foreach p,$(LANE_LATER),--ignore=$(p))
+	@date +'%T $@ starts'
+	$(NBVAL) book $(foreach p,$(LANE_BESIDE) $(LANE_LATER),--ignore=$(p))
+	@date +'%T $@ ends'
 
-# the reader's install, then the theory chapters under nbval: beside the strict build, which takes longer
+# the reader's install, the theory chapters under nbval and the unit tests left for later: beside the strict build
+# and the Colab edition made from it, which take longer
 lane-reader: reader
+	@date +'%T $@ starts'
 	$(NBVAL) $(LANE_LATER)
+	$(PY) -m pytest -q --durations=5 $(UNIT_LATER)
+	@date +'%T $@ ends'
 
 # A strict build (warnings are errors) in its own folder, with make test's smaller measurements.
 html-strict: install
+	@date +'%T $@ starts'
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going --path-output _build/strict
+	@date +'%T $@ ends'
 
 # Debian's headless Chromium and its driver, for the browser test; installed only when missing (sudo if not root).
 chromium:
@@ -191,15 +225,27 @@ edition:
 edition-run:
 	CONNLAP_EDITION=$(EDITION) $(PY) -m pytest -q tests/edition --durations=0
 
-# The stages in pairs that share the two cores (each pair's output printed whole, in order): the two lanes of unit
-# tests and notebooks under nbval, then the strict build beside the reader's install and the theory chapters, then
-# the Colab edition from that build, then the browser (the site and the edition's plain HTML) beside the edition's
-# chapters run without myst-nb. One thread per process while two run: a second OpenMP thread would spin on a core the other process holds.
+# The stages that share the two cores (each target's output printed whole, in order): the two lanes of unit tests and
+# notebooks under nbval; then the strict build, the Colab edition from it and the browser (the site and the
+# edition's plain HTML), beside the reader's install, the theory chapters and the later unit tests, and then the
+# edition's chapters run without myst-nb. One thread per process while two run: a second OpenMP thread would spin on
+# a core the other process holds.
 test: install chromium
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-unit lane-chapters
-	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target html-strict lane-reader
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target test-browser test-edition
+
+# (make test's later stages, ordered by their prerequisites: the edition waits for the strict build, the browser
+# and the edition's chapters for the edition, and the edition's chapters for the reader's lane too)
+test-strict-edition: html-strict
+	@date +'%T $@ starts'
 	$(MAKE) --no-print-directory edition
-	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target browser-run edition-run
+	@date +'%T $@ ends'
+
+test-browser: test-strict-edition
+	$(MAKE) --no-print-directory browser-run
+
+test-edition: test-strict-edition lane-reader
+	$(MAKE) --no-print-directory edition-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by
 # Debian's Chromium in reading order with numbered chapters and pages, running heads, a printed contents and list

@@ -5,12 +5,15 @@ under ``$CONNLAP_CACHE`` (default ``~/.cache/connlap_lite``) through :func:`cach
 is named by a digest of the model name, the measurement's ``SCHEMA`` and its arguments; a cached
 report is read only if it parses and has the expected shape (otherwise a warning, and it is measured
 again); a new one is written under a temporary name and renamed into place, inside a lock on its
-folder (:mod:`connlap_lite._files`).  The cache serves the report, never the other way round: a
+folder (:mod:`connlap_lite._files`).  A report is measured under a lock of its own (``computing/<kind>/<report>.json.lock`` in the cache): a
+second process that asks for it meanwhile waits, then reads it, so that two processes sharing the cache (make
+test's and make book's two lanes) never measure one report twice.  The cache serves the report, never the other way round: a
 cache that cannot be written (a file where its folder should be, a read-only or full disk, a
 file-size limit) is a warning naming the path and ``CONNLAP_CACHE``, and the report is returned.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -114,15 +117,33 @@ def store(file: Path, report: dict) -> bool:
         return False
 
 
+def _stamp(file: Path) -> tuple | None:
+    """The file's size and modification time, or None where there is none: whether it changed since."""
+    try:
+        st = file.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
 def cached(kind: str, name: str, schema: str, fields: dict, problem: Callable[[object], str | None],
            compute: Callable[[], dict], *, read: bool = True, write: bool = True) -> dict:
     """The report of ``kind`` on ``name``: from the cache when ``read`` and a usable one is there, else
     ``compute()``, stored when ``write`` (a failed write warns and the report is still returned)."""
     file = path(kind, name, key(name, schema, **fields))
+    seen = _stamp(file)
     report = load(file, problem) if read else None
     if report is not None:
         return report
-    report = compute()
-    if write:
-        store(file, report)
+    with contextlib.ExitStack() as stack:
+        if read and write:           # one process measures a report: another that asks for it meanwhile waits for
+            try:                     # it, then reads it (the two lanes of make test and make book share the cache)
+                stack.enter_context(locked(file.parent.parent / "computing" / file.parent.name / file.name))
+                report = load(file, problem) if _stamp(file) != seen else None
+            except OSError:          # (a cache that cannot hold a lock: measured here all the same)
+                pass
+        if report is None:
+            report = compute()
+            if write:
+                store(file, report)
     return report

@@ -19,6 +19,9 @@ direction that the states tilt towards (a power iteration), a self-loop.  Their 
 ``layer_updates(model, batch)``  the same from a forward of its own: each layer's update ratio, the alignment of the states after its
                                  update with given directions, and the intact model's loss (decoders) or final
                                  states (encoders);
+``kept_blocks(model)``            a context manager that keeps every block's output of the forward run inside;
+``skipped_blocks(model, ...)``   a context manager inside which the blocks before a layer return those outputs
+                                 instead of running again (a forward that changes layer ``l`` runs ``l`` onwards);
 ``ablation_costs(...)``          per layer, the cost of zero- and mean-ablating that layer's update.
 
 Decoders' cost is the rise in next-token loss on the same passages (nats); encoders have no loss, so their
@@ -228,18 +231,90 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
     return out
 
 
+def _stack(model) -> list[torch.nn.Module] | None:
+    """Every layer's whole block as the model runs it: the element of the ``ModuleList`` that holds the adapter's
+    attention module (``model.layers[l]``, BERT's ``encoder.layer[l]``, GPT-2's ``h[l]``), or None where the
+    blocks are not such a list (then nothing is skipped)."""
+    parents = {id(child): module for module in model.modules() for child in module.children()}
+    out = []
+    for attention in adapter_for(model).layers(model):
+        module = attention
+        while id(module) in parents and not isinstance(parents[id(module)], torch.nn.ModuleList):
+            module = parents[id(module)]
+        if id(module) not in parents:
+            return None
+        out.append(module)
+    return out if len({id(m) for m in out}) == len(out) else None
+
+
+def _copied(out):
+    """A block's output (a tensor, or a tuple of them and Nones) copied, so that no later forward can change it."""
+    if isinstance(out, torch.Tensor):
+        return out.clone()
+    return type(out)(_copied(o) for o in out) if isinstance(out, tuple) else out
+
+
+@contextmanager
+def kept_blocks(model):
+    """Yields a dict that, inside, gets every block's output (:func:`_stack`) of the forward run (the last one's)."""
+    kept: dict = {}
+    blocks = _stack(model) or []
+
+    def make(layer):
+        def hook(module, args, out):
+            kept[layer] = _copied(out)
+        return hook
+
+    with _hooks(dict(enumerate(blocks)), make):
+        yield kept
+
+
+@contextmanager
+def skipped_blocks(model, outputs: dict, upto: int):
+    """Inside, blocks ``0 .. upto - 1`` return ``outputs[l]`` (what they returned in a forward on the same inputs,
+    :func:`kept_blocks`) instead of computing it again: a forward that changes only layer ``upto`` onwards runs
+    those layers alone.  Nothing is skipped where the blocks are not a list or an output is missing; a block's own
+    ``forward`` attribute (accelerate's device hooks set one) is put back on exit, whatever happens."""
+    blocks = _stack(model)
+    if blocks is None or any(l not in outputs for l in range(upto)):
+        yield
+        return
+    saved: dict = {}
+    try:
+        for layer in range(upto):
+            saved[layer] = blocks[layer].__dict__.get("forward")
+            blocks[layer].forward = (lambda out: lambda *args, **kwargs: _copied(out))(outputs[layer])
+        yield
+    finally:
+        for layer, own in saved.items():
+            if own is None:
+                blocks[layer].__dict__.pop("forward", None)
+            else:
+                blocks[layer].forward = own
+
+
 def ablation_costs(model, batch: dict, *, encoder: bool, mean_updates: list, base: torch.Tensor | None = None) -> dict:
     """Per layer and passage, the cost of replacing that layer's update (one layer at a time) by zero
     (``"ablation_zero"``) and by its mean update (``"ablation_mean"``): the next-token loss minus ``base``
     (decoders, nats), or :func:`metrics.representation_change` of the final states from ``base`` (encoders);
-    ``base`` (the intact model's, on ``batch``) is measured here where not given."""
+    ``base`` (the intact model's, on ``batch``) is measured here where not given.  The blocks before the ablated
+    layer are not run again: their outputs are the intact forward's (:func:`skipped_blocks`), about half the work."""
     inputs = _as_batch(batch, _device_of(model), model)
-    base = _readout(model, inputs, encoder) if base is None else base
+    parts = _chunks(inputs, model, inputs["input_ids"].shape[1])
+    intact, kept = [], []
+    for part in parts:
+        with kept_blocks(model) as blocks:
+            intact.append(_readout(model, part, encoder))
+        kept.append(dict(blocks))
+    base = torch.cat(intact) if base is None else base
     out: dict = {"ablation_zero": [], "ablation_mean": []}
     for layer, mean in enumerate(mean_updates):
         for key, value in (("ablation_zero", torch.zeros_like(mean)), ("ablation_mean", mean)):
-            with replaced_outputs(model, {layer: value}):
-                got = _readout(model, inputs, encoder)
+            got = []
+            for part, blocks in zip(parts, kept):
+                with replaced_outputs(model, {layer: value}), skipped_blocks(model, blocks, layer):
+                    got.append(_readout(model, part, encoder))
+            got = torch.cat(got)
             out[key].append(M.representation_change(got, base) if encoder else got - base)
     return out
 

@@ -335,6 +335,30 @@ def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
     assert reports[0]["conditions"]["trained"]["uniform_dist"] != reports[1]["conditions"]["trained"]["uniform_dist"]
 
 
+_MEASURE_ONCE = """
+import json, os, sys, time
+from connlap_lite import _cache
+def compute():
+    with open(sys.argv[1], "a") as f:            # every measurement leaves a line
+        f.write("measured\\n")
+    time.sleep(1.5)
+    return {"value": 7}
+print(json.dumps(_cache.cached("measurements", "m", "s", {"n": 1}, lambda r: None, compute)))
+"""
+
+
+def test_two_processes_that_ask_for_one_report_measure_it_once(cache, tmp_path):
+    """make test's and make book's lanes share the cache: the second asker waits for the first one's report."""
+    log = tmp_path / "measured.txt"
+    env = {**os.environ, "CONNLAP_CACHE": str(cache)}
+    procs = [subprocess.Popen([sys.executable, "-c", _MEASURE_ONCE, str(log)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    assert all(rc == 0 for _, _, rc in results), [err[-1000:] for _, err, _ in results]
+    assert [json.loads(out) for out, _, _ in results] == [{"value": 7}] * 2
+    assert log.read_text().splitlines() == ["measured"]
+
+
 def test_offline_names_keep_their_cache_key():
     from connlap_lite._cache import folder_identity, key, path
     from connlap_lite.analysis import SCHEMA

@@ -12,6 +12,8 @@ import torch
 
 from connlap_lite import metrics as M
 from connlap_lite import rivals as R
+from connlap_lite.adapters import adapter_for
+from connlap_lite.extraction import _as_batch
 from connlap_lite.analysis import _edge_values, _own_values, analyze, measure
 from connlap_lite.edges import edge_singular_values
 from connlap_lite.extraction import attention_walks
@@ -79,6 +81,34 @@ def test_ablation_cost_is_the_loss_difference_with_the_output_map_zeroed(family)
         assert torch.allclose(costs["ablation_zero"][layer], _loss(zeroed, batch) - _loss(model, batch), atol=1e-5)
         assert torch.allclose(costs["ablation_mean"][layer], _loss(meaned, batch) - _loss(model, batch), atol=1e-5)
     assert _ours(model) == 0          # every hook removed
+
+
+@pytest.mark.parametrize("family", FAMILIES + NORMED)
+def test_ablations_skip_the_blocks_before_the_layer_and_agree_with_whole_forwards(family):
+    """The blocks before the ablated layer are not run again (their outputs are the intact forward's), and the
+    costs are those of whole forwards, to float rounding; every block's own ``forward`` is back afterwards."""
+    model, batch = build(family), _batch()
+    encoder = family == "bert"
+    blocks = R._stack(model)
+    assert blocks is not None and len(blocks) == len(R.output_projections(model))
+    calls = []                               # each block's attention runs only where its block runs
+    handles = [a.register_forward_pre_hook(lambda m, a, l=l: calls.append(l))
+               for l, a in enumerate(adapter_for(model).layers(model))]
+    updates = R.layer_updates(model, batch, encoder=encoder)
+    calls.clear()
+    costs = R.ablation_costs(model, batch, encoder=encoder, mean_updates=updates["mean_updates"])
+    for h in handles:
+        h.remove()
+    L = len(blocks)
+    # the intact forward runs every block; ablating layer l runs l .. L-1, twice (zero, mean)
+    assert sorted(calls) == sorted(list(range(L)) + [l for layer in range(L) for l in range(layer, L)] * 2)
+    assert all("forward" not in b.__dict__ for b in blocks) and _ours(model) == 0
+    for layer, mean in enumerate(updates["mean_updates"]):
+        for key, value in (("ablation_zero", torch.zeros_like(mean)), ("ablation_mean", mean)):
+            with R.replaced_outputs(model, {layer: value}):
+                whole = R._readout(model, _as_batch(batch, "cpu", model), encoder)
+            want = M.representation_change(whole, updates["base"]) if encoder else whole - updates["base"]
+            assert torch.allclose(costs[key][layer], want, atol=1e-6), (family, key, layer)
 
 
 def test_an_encoders_ablation_cost_is_the_change_of_its_final_states():

@@ -5,8 +5,9 @@
 Each model is measured exactly as the chapters call :func:`connlap_lite.analysis.analyze` (the book's passages and
 tokens, :data:`connlap_lite.settings.BOOK`, make book's with ``CONNLAP_FULL=1``; every other argument at its
 default), so a chapter that asks for it later reads the cached report instead of measuring it again. make test runs
-it in the lane of the unit tests, for one model, while the chapters' lane measures the others: the two cores share
-the measurement (the cache's lock makes a chapter that asks for the same model wait for it, never measure it twice).
+it in the lane of the unit tests, and make book in its second lane, for one model, while the chapters' lane
+measures the others: the two cores share the measurement (the cache's lock makes a chapter that asks for the same
+report meanwhile wait for it, never measure it twice).
 """
 import sys
 import time
