@@ -34,7 +34,7 @@ $(FULLSTAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps-full.txt
 	touch $@
 
-# The full build: 32 passages of 128 tokens and the fifth model (CONNLAP_FULL=1), on both cores. The build executes
+# The full build: 32 passages of 64 tokens and the fifth model (CONNLAP_FULL=1), on both cores. The build executes
 # the chapters in order while a second lane measures the last of the main models (tools/measure.py) and then
 # executes the scorecard, the chapter that measures most (the other corpora, the round trips, the BOS toggles, the
 # fifth model, the confirmation split), for its measurements alone; a report that both lanes ask for is measured
@@ -251,7 +251,7 @@ test-edition: test-strict-edition lane-reader
 # Debian's Chromium in reading order with numbered chapters and pages, running heads, a printed contents and list
 # of figures, and long code cells folded (tools/book_pdf.py says what is printed); it fails when a table, equation
 # or code block is wider than the page, and checks the page numbers, the contents, references, figures and math.
-# PDF_FULL=1 (default) prints make book's build (32 x 128, the fifth model); PDF_FULL=0 builds make test's
+# PDF_FULL=1 (default) prints make book's build (32 x 64, the fifth model); PDF_FULL=0 builds make test's
 # smaller setting in its own folder (faster).
 PDF_FULL ?= 1
 PDF_ROOT = $(if $(filter 1,$(PDF_FULL)),.,_build/pdf-small)

@@ -4,7 +4,7 @@
     python benchmarks/book_times.py --make-test     # the whole `make test`, timed; each notebook's time read
                                                     # from its pytest durations (the Makefile asks for them)
     python benchmarks/book_times.py --from-log LOG  # read `pytest --durations=0` output instead of running
-    python benchmarks/book_times.py --make-book     # the full build (`make book`, 32 x 128), timed; each
+    python benchmarks/book_times.py --make-book     # the full build (`make book`, 32 x 64), timed; each
                                                     # notebook's time read from myst-nb's log lines
     python benchmarks/book_times.py --from-book-log LOG   # read such a log instead of running
     python benchmarks/book_times.py --quick         # a two-cell scratch notebook (tests the machinery)
