@@ -46,8 +46,12 @@ book: install $(FULLSTAMP)
 	@date +'%T make book ends'
 	@echo "book: _build/html/index.html"
 
+# (a chapter that fails to execute fails make book, naming it: --keep-going builds the other pages first)
 book-build:
+	rm -rf _build/html/reports
 	$(VENV)/bin/jupyter-book build . --keep-going
+	@failed=$$(find _build/html/reports -name '*.err.log' 2>/dev/null); if [ -n "$$failed" ]; then \
+	  echo "make book: these chapters failed to execute (their tracebacks):" $$failed; exit 1; fi
 
 book-measure:
 	$(PY) tools/measure.py $(LANE_MODEL)

@@ -365,6 +365,23 @@ def test_e2_ratios_are_what_the_rule_compares(e1_book):
         assert lo <= r <= hi and abs(r * x["head_nulls"][x["strongest_head_null"]] - x["head_defect"]) < 1e-12
 
 
+def test_e3_step_reads_each_metric_where_both_reports_measured_it():
+    """The full build's within-family step (0.5B -> 1.5B): E2's data defect is measured in the trained condition
+    only, so it has no random-init change (the full build's E3 page failed on it, 2026-12-05); the step's sentence
+    is written from what there is."""
+    from connlap_lite.findings import e3 as F3
+
+    small, big = fake("s", effect=False, seed=1), fake("b", effect=True, seed=2)
+    steps = F3.step_changes(small, big, draws=200)
+    assert {m for m, c in steps if c == "trained"} == set(F3.METRICS)
+    assert ("data_defect_nosink", "random0") not in steps and ("head_defect", "random0") in steps
+    for (metric, cond), (delta, lo, hi) in steps.items():
+        want = record.late_value(big, metric, cond).mean() - record.late_value(small, metric, cond).mean()
+        assert abs(delta - want) < 1e-12 and lo <= delta <= hi
+    assert steps["tv_norm_nosink", "trained"][2] < 0          # fake's effect: 1.3 flat against 1.0 -> 0.5
+    assert "falls (interval below zero) for" in F3.step(steps) and "tv_norm_nosink" in F3.step(steps)
+
+
 def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
     from connlap_lite.findings import e3 as F3
 

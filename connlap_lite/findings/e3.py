@@ -128,6 +128,23 @@ def arch_pair(a: dict, b: dict) -> str:
                "show that design leaves the other metrics alone."))
 
 
+def step_changes(small: dict, big: dict, *, draws: int = 2000, seed: int = 0) -> dict:
+    """The within-family step from ``small`` to ``big`` (two reports of one family): per metric of :data:`METRICS`
+    and condition (``"trained"``, ``"random0"``), the change of the late-layer mean and its 95% bootstrap interval
+    over passages (``draws`` resamples), ``{(metric, condition): (change, lo, hi)}``; a metric not measured in a
+    condition (E2's data defect has no random-init twin) has no entry."""
+    g, out = np.random.default_rng(seed), {}
+    for metric in METRICS:
+        for cond in ("trained", "random0"):
+            if any(metric not in r["conditions"].get(cond, {}) for r in (small, big)):
+                continue
+            a, b = late_value(small, metric, cond), late_value(big, metric, cond)
+            boots = [g.choice(b, b.size).mean() - g.choice(a, a.size).mean() for _ in range(draws)]
+            lo, hi = np.percentile(boots, [2.5, 97.5])
+            out[metric, cond] = (float(b.mean() - a.mean()), float(lo), float(hi))
+    return out
+
+
 def step(steps: dict | None) -> str:
     """The within-family step (``e3_step``): ``steps`` ``{(metric, condition): (change, lo, hi)}``, or None
     where the build does not measure the second size."""
