@@ -9,8 +9,8 @@ export HF_HUB_OFFLINE := 1
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict-edition test-browser \
-	test-edition html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
+.PHONY: install book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict \
+	test-strict-edition test-reader test-browser test-edition html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
 	colab-edition edition edition-run
 
 install: $(STAMP)
@@ -72,14 +72,14 @@ notebooks: install
 	$(NBVAL) book
 
 # make test's two lanes, about equal on two cores: the last of the book's models measured into the cache
-# (tools/measure.py), the chapters that read no report of analyze (book/models: the known results measure their
-# own), then the unit tests; beside them the other chapters but the theory, Beyond first (Beyond measures the other
-# three models and reads the fourth from the cache, measured by then; E1, E2, E3 and the scorecard read all four from
-# the cache, and the scorecard measures its ablations: the other corpora, the BOS toggles, the round trips). The
-# theory chapters and the CLI's end-to-end tests (UNIT_LATER) run later, beside the strict build (lane-reader).
-# Each lane prints the time it starts and ends.
+# (tools/measure.py), the known results (they read no report of analyze: they measure their own), then the unit
+# tests; beside them the other chapters but the theory, Beyond first (Beyond measures the other three models and
+# reads the fourth from the cache, measured by then; E1, E2, E3 and the scorecard read all four from the cache, and
+# the scorecard measures its ablations: the other corpora, the BOS toggles, the round trips). The theory chapters
+# and the CLI's end-to-end tests (UNIT_LATER) run later, beside the strict build (lane-reader). Each lane prints
+# the time it starts and ends.
 LANE_MODEL := qwen2.5-coder-0.5b
-LANE_BESIDE := book/models
+LANE_BESIDE := book/models/known_results.ipynb
 LANE_LATER := book/theory
 UNIT_LATER := tests/test_analysis.py
 lane-unit: install
@@ -229,26 +229,30 @@ edition:
 edition-run:
 	CONNLAP_EDITION=$(EDITION) $(PY) -m pytest -q tests/edition --durations=0
 
-# The stages that share the two cores (each target's output printed whole, in order): the two lanes of unit tests and
-# notebooks under nbval; then the strict build, the Colab edition from it and the browser (the site and the
-# edition's plain HTML), beside the reader's install, the theory chapters and the later unit tests, and then the
+# make test's stages on the two cores, ordered by their prerequisites (each target's output printed whole, when it
+# ends): the two lanes of unit tests and notebooks under nbval; after the chapters' lane (every measurement is in
+# the cache by then) the strict build, the Colab edition from it and the browser (the site and the edition's plain
+# HTML); after the unit tests' lane the reader's install, the theory chapters and the later unit tests, then the
 # edition's chapters run without myst-nb. One thread per process while two run: a second OpenMP thread would spin on
 # a core the other process holds.
 test: install chromium
-	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target lane-unit lane-chapters
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target test-browser test-edition
 
-# (make test's later stages, ordered by their prerequisites: the edition waits for the strict build, the browser
-# and the edition's chapters for the edition, and the edition's chapters for the reader's lane too)
-test-strict-edition: html-strict
+test-strict: lane-chapters
+	$(MAKE) --no-print-directory html-strict
+
+test-strict-edition: test-strict
 	@date +'%T $@ starts'
 	$(MAKE) --no-print-directory edition
 	@date +'%T $@ ends'
 
+test-reader: lane-unit
+	$(MAKE) --no-print-directory lane-reader
+
 test-browser: test-strict-edition
 	$(MAKE) --no-print-directory browser-run
 
-test-edition: test-strict-edition lane-reader
+test-edition: test-strict-edition test-reader
 	$(MAKE) --no-print-directory edition-run
 
 # The whole book as one PDF for teaching (_build/book.pdf): every page of the executed HTML build printed by

@@ -140,8 +140,8 @@ def times_table(root: Path = ROOT) -> str:
                         f"status {rec.get('returncode')})")
     note = ("\n" + ("; ".join(said) + ". " if said else "")
             + "In those two columns each chapter is timed inside one run of the whole target: `make test` runs the "
-            "notebooks under nbval in two lanes side by side (the known results and the reading chapter beside the "
-            "unit tests, the theory chapters later, beside the strict build; the others in path order, Beyond first "
+            "notebooks under nbval in two lanes side by side (the known results beside the unit tests, the theory "
+            "chapters after them, beside the strict build; the others in path order, Beyond first "
             "of the empirical chapters), and `make book` executes them in its own order beside a lane that measures "
             "into the same cache (the scorecard's measurements first); chapters that measure the same models share the measurement cache, so the "
             "first of them pays for the measurements and the others read them. They are not each chapter's first "
