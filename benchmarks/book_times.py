@@ -256,6 +256,8 @@ def measurements(folder: Path) -> list[dict]:
     for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             r = json.loads(f.read_text())
+            if Path(r["model"]).is_absolute():       # (a chapter's temporary model, the ladder's: not the book's)
+                continue
             rows.append({"model": r["model"], "passages": r["passages"], "tokens": r["tokens"], "corpus": r.get("corpus"),
                          "conditions": sorted(r["conditions"]), "q4": r.get("q4", False), "bos": r.get("bos"),
                          "seconds": float(r["seconds"])})

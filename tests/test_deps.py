@@ -143,7 +143,7 @@ def test_make_floor_and_make_colab_install_what_they_say():
     floor = MAKEFILE[MAKEFILE.index("\nfloor: "):MAKEFILE.index("\nCOLAB_PYTHON")]
     assert "tools/deps.py floor" in floor and "-c $(FLOOR)/floor.txt" in floor and "FLOOR_PYTHON ?= python3.11" in MAKEFILE
     assert "book/theory/*.ipynb book/models/reading.ipynb" in floor and "--doctest-modules connlap_lite tests" in floor
-    colab = MAKEFILE[MAKEFILE.index("\ncolab: "):MAKEFILE.index("\n# The stages that share the two cores")]
+    colab = MAKEFILE[MAKEFILE.index("\ncolab: "):MAKEFILE.index("\n# The Colab edition in _build/colab")]
     runtime = re.search(r"COLAB_RUNTIME := (.*?)\n(?!\t)", MAKEFILE, re.S).group(1).split()
     for pin in ("torch==2.11.*", "transformers==5.15.*", "numpy==2.1.3", "ipywidgets==7.7.1", "ipykernel==6.17.*"):
         assert pin in runtime, f"make colab must install Colab's {pin}"
