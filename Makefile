@@ -179,8 +179,9 @@ floor: wheel
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
 # transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17; no myst-nb, as on Colab), then every chapter
 # of the Colab edition (make colab-edition: what a Colab badge opens) copied out alone and executed
-# (tools/alone.py), its own set-up cell installing the edition's wheel as on Colab ($$CONNLAP_LITE_SOURCE), each
-# with an empty measurement cache of its own as Colab has, so that its time is a first run's (the performance
+# (tools/alone.py, two at a time, each on one core, the first of each kind of set-up cell alone), its own set-up
+# cell installing the edition's wheel as on Colab ($$CONNLAP_LITE_SOURCE), each with an empty measurement cache
+# of its own as Colab has, so that its time is a first run's on one core (the performance
 # appendix's recorded results copied beside it: on Colab it fetches them from the repository). The record (each
 # chapter's seconds, its cache's disk and what its set-up cell installed, with the runtime's versions and the
 # commit) is _build/colab-run/chapters.json, copied to benchmarks/results/colab_chapters.json whether or not every
@@ -198,7 +199,7 @@ colab: colab-edition
 	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
 	CONNLAP_LITE_SOURCE=$$(realpath $(COLAB)/wheel/*.whl | sed 's|^|file://|') \
-	  $(COLAB)/venv/bin/python tools/alone.py --report $(COLAB)/chapters.json --beside benchmarks/results \
+	  $(COLAB)/venv/bin/python tools/alone.py --jobs 2 --report $(COLAB)/chapters.json --beside benchmarks/results \
 	  $(EDITION)/book/*/*.ipynb; \
 	  status=$$?; cp $(COLAB)/chapters.json benchmarks/results/colab_chapters.json; exit $$status
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt

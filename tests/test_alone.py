@@ -121,3 +121,24 @@ def test_a_notebooks_own_cell_timeout_is_kept_when_shorter(tmp_path, monkeypatch
     nbformat.write(nb, path)
     row = alone.run_alone(path, timeout=120)
     assert not row["passed"] and "timed out" in row["error"] and row["seconds"] < 25, row
+
+
+def test_two_at_a_time_the_first_of_each_kind_alone_and_one_thread_each(tmp_path, monkeypatch):
+    """--jobs 2: the first chapter of each kind runs alone (its installs measured with nothing beside it), the
+    others two at a time, each kernel with the threads of one core; every chapter recorded, in its own cache."""
+    monkeypatch.setattr(alone, "ROOT", tmp_path / "elsewhere")
+    monkeypatch.setattr(alone.os, "cpu_count", lambda: 2)
+    threads = "import os; assert os.environ['OMP_NUM_THREADS'] == '1', os.environ.get('OMP_NUM_THREADS')"
+    plain = [notebook(tmp_path / f"plain{k}.ipynb", threads) for k in range(3)]
+    config = notebook(tmp_path / "config.ipynb", '# %pip install -q "connlap-lite[models] @ {SOURCE}" {KEEP}',
+                      threads)
+    report = tmp_path / "chapters.json"
+    assert alone.main(["--jobs", "2", "--report", str(report), str(config), *map(str, plain)]) == 0
+    rec = json.loads(report.read_text())
+    rows = rec["chapters"]
+    assert [Path(r["chapter"]).stem for r in rows[:2]] == ["plain0", "config"], "the first of each kind, alone"
+    assert sorted(Path(r["chapter"]).stem for r in rows[2:]) == ["plain1", "plain2"]
+    assert all(r["passed"] and r["threads"] == 1 and r["jobs"] == 2 for r in rows), rows
+    assert rec["jobs"] == 2
+    with pytest.raises(SystemExit):
+        alone.main(["--jobs", "0", str(plain[0])])

@@ -17,12 +17,19 @@ environment and the growth of its site-packages while the chapter ran (only the 
 package pays for it here; on Colab every chapter opens in a fresh runtime and pays its set-up cell's installs, so
 ``installs`` adds up, per kind of set-up cell, what the chapters of that kind and of the smaller kinds installed;
 the chapters run in the order of their kinds, :data:`KINDS`, so that each kind's installs are measured).
+
+``--jobs 2`` runs two chapters at a time, each kernel with one thread per core it has (``OMP_NUM_THREADS``): the
+first chapter of each kind alone, in the order of the kinds (its installs measured with nothing beside it), then
+the others two at a time. A chapter's seconds are then its time on one core, not on a Colab runtime's two; the
+record says how many ran at once (``jobs``) and with how many threads (``threads``).
 """
 import argparse
+import concurrent.futures
 import contextlib
 import datetime as dt
 import importlib.metadata
 import json
+import multiprocessing
 import os
 import platform
 import re
@@ -108,10 +115,12 @@ def environment(**values):
                 os.environ[k] = v
 
 
-def run_alone(path: Path, timeout: int, beside=()) -> dict:
+def run_alone(path: Path, timeout: int, beside=(), threads: int | None = None, checkout: Path | None = None) -> dict:
     """Run one notebook copied alone into a temporary folder (with the folders ``beside``, at their paths relative
     to the checkout) and an empty measurement cache of its own; its outcome, time, disk and where connlap_lite came
-    from."""
+    from. ``threads``: the kernel's ``OMP_NUM_THREADS`` (None: the caller's). ``checkout``: the folder whose
+    connlap_lite does not count as the installed wheel (default :data:`ROOT`)."""
+    checkout = ROOT if checkout is None else checkout
     with tempfile.TemporaryDirectory(prefix="alone-") as tmp, tempfile.TemporaryDirectory(prefix="alone-cache-") as cache:
         for folder in beside:
             shutil.copytree(folder, Path(tmp) / folder.resolve().relative_to(ROOT))
@@ -126,7 +135,7 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
         before, site_before = installed(), sum(disk_bytes(p) for p in site_packages())
         start = time.perf_counter()
         try:
-            with environment(CONNLAP_CACHE=cache):
+            with environment(CONNLAP_CACHE=cache, **({"OMP_NUM_THREADS": str(threads)} if threads else {})):
                 client.execute()
             error = None
         except CellExecutionError as e:
@@ -139,12 +148,35 @@ def run_alone(path: Path, timeout: int, beside=()) -> dict:
     new = sorted(installed() - before)
     grown = sum(disk_bytes(p) for p in site_packages()) - site_before
     where = "".join(o.get("text", "") for o in nb.cells[-1].get("outputs", [])).strip()
-    if error is None and (not where or Path(where.split()[-1]).is_relative_to(ROOT / "connlap_lite")):
+    if error is None and (not where or Path(where.split()[-1]).is_relative_to(checkout / "connlap_lite")):
         error = f"connlap_lite was not the installed wheel ({where or 'nothing printed'})"
     where = where.removeprefix("connlap_lite from ")
     return {"chapter": portable(path), "passed": error is None, "seconds": round(seconds, 1), "error": error,
             "where": portable(where) if where.startswith("/") else where, "cache_bytes": cache_bytes,
-            "setup": setup_kind(nb), "installed": new, "installed_bytes": max(grown, 0) if new else 0}
+            "setup": setup_kind(nb), "installed": new, "installed_bytes": max(grown, 0) if new else 0,
+            "threads": threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or None}
+
+
+def run_all(paths: list[Path], timeout: int, beside=(), jobs: int = 1):
+    """Run every chapter alone (:func:`run_alone`), in the order of their kinds; yield each row as it ends.
+
+    ``jobs`` > 1: the first chapter of each kind alone, then the others ``jobs`` at a time in processes of their own,
+    each kernel with ``cpus // jobs`` threads (at least one)."""
+    kinds = {path: KINDS.index(setup_kind(nbformat.read(path, as_version=4))) for path in paths}
+    ordered = sorted(paths, key=kinds.get)                # (stable: the given order within a kind)
+    if jobs <= 1:
+        for path in ordered:
+            yield run_alone(path.resolve(), timeout, beside)
+        return
+    firsts = [p for k, p in enumerate(ordered) if k == 0 or kinds[ordered[k - 1]] != kinds[p]]
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    for path in firsts:                                   # (alone: its installs measured with nothing beside it)
+        yield run_alone(path.resolve(), timeout, beside, threads=threads)
+    rest = [p for p in ordered if p not in firsts]
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(run_alone, p.resolve(), timeout, tuple(beside), threads, ROOT) for p in rest]
+        for future in concurrent.futures.as_completed(futures):
+            yield future.result()
 
 
 def installs(rows: list[dict]) -> dict:
@@ -192,7 +224,7 @@ def record(rows: list[dict]) -> dict:
     return {"what": "tools/alone.py: each chapter copied out alone, with an empty measurement cache of its own",
             "commit": commit, "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "versions": versions, "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-            "installs": kinds, "chapters": rows}
+            "installs": kinds, "jobs": max([r.get("jobs", 1) for r in rows] or [1]), "chapters": rows}
 
 
 def main(argv=None) -> int:
@@ -200,19 +232,22 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--report", type=Path, help="write the record here (JSON)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a cell may take (default 3600)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="chapters run at a time (default 1; 2 on two cores: each chapter's time is then one core's)")
     parser.add_argument("--beside", type=Path, action="append", default=[],
                         help="a folder of the checkout to copy beside each notebook (what Colab would fetch)")
     args = parser.parse_args(argv)
     for folder in args.beside:
         if not folder.is_dir() or not folder.resolve().is_relative_to(ROOT):
             parser.error(f"--beside {folder}: not a folder of the checkout")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give at least 1 (chapters run at a time)")
     rows = []
-    kinds = {path: KINDS.index(setup_kind(nbformat.read(path, as_version=4))) for path in args.notebooks}
-    for path in sorted(args.notebooks, key=kinds.get):     # (stable: the given order within a kind)
-        row = run_alone(path.resolve(), args.timeout, args.beside)
+    for row in run_all(args.notebooks, args.timeout, args.beside, args.jobs):
+        row["jobs"] = args.jobs
         rows.append(row)
         print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  cache {row['cache_bytes'] / 2**20:7.1f} MiB"
-              f"  installed {row['installed_bytes'] / 2**20:7.1f} MiB  {path}", flush=True)
+              f"  installed {row['installed_bytes'] / 2**20:7.1f} MiB  {row['chapter']}", flush=True)
         if args.report:
             args.report.write_text(json.dumps(record(rows), indent=1) + "\n")
     failed = [r for r in rows if not r["passed"]]

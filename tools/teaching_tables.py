@@ -150,8 +150,22 @@ def times_table(root: Path = ROOT) -> str:
             "as a reader's first run on Colab is; its disk is what its set-up cell installs on a runtime with "
             "Colab's packages (the package, and the models' packages where the chapter reads models) plus its "
             "measurement cache after the run (the models' assembled files and the measurements), pip's download "
-            "cache not counted. A cell says \"not measured\" where no committed record has the number.\n")
+            "cache not counted. " + _colab_jobs(colab)
+            + "A cell says \"not measured\" where no committed record has the number.\n")
     return "\n".join(lines) + "\n" + note
+
+
+def _colab_jobs(colab: dict | None) -> str:
+    """What the Colab column's times are when `make colab` ran chapters side by side (``alone.py --jobs``).
+
+    >>> _colab_jobs({"jobs": 2})[:60]
+    '`make colab` ran 2 chapters at a time, each on one core (the'
+    >>> _colab_jobs({"jobs": 1}), _colab_jobs(None)
+    ('', '')
+    """
+    jobs = (colab or {}).get("jobs", 1)
+    return (f"`make colab` ran {jobs} chapters at a time, each on one core (the first chapter of each kind of set-up "
+            "alone): a chapter's time is one core's, where a Colab runtime gives it two. ") if jobs > 1 else ""
 
 
 TABLES = {"exercises": exercises_table, "times": times_table}
