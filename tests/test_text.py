@@ -143,6 +143,18 @@ def test_the_confirmation_split_touches_no_exploratory_passage(tok, corpus):
         assert rows.shape == (n, k)
 
 
+@pytest.mark.parametrize("corpus", text.CORPORA)
+def test_the_full_builds_draw_holds_make_tests_passages(tok, corpus):
+    """The scorecard's confirmation paragraph says the full build's exploratory draw (seed 0) holds make test's
+    passages, those the rules were developed on: true while both settings have one passage length."""
+    from connlap_lite.settings import BOOK
+
+    (n_test, k_test), (n_full, k_full) = BOOK.sample(full=False), BOOK.sample(full=True)
+    assert k_test == k_full and n_test <= n_full
+    small = text.windows(tok, n_test, k_test, corpus=corpus, seed=0)
+    assert set(small) <= set(text.windows(tok, n_full, k_full, corpus=corpus, seed=0))
+
+
 def test_a_bad_split_is_refused_with_the_names(tok):
     with pytest.raises(ValueError, match="split must be one of"):
         passages(tok, 2, 16, split="holdout")

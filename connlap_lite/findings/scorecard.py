@@ -367,7 +367,8 @@ def confirmation(claim: str, explored: list[dict], confirmed: list[dict] | None,
     ...                    setting=(32, 128), when="2026-12-05"))  # doctest: +NORMALIZE_WHITESPACE
     **Confirmatory verdicts** (rule 4 of 2026-12-04, frozen, applied once to the confirmation split: 32 passages
     x 128 tokens drawn with the registered seed 20261204 from windows no rule was developed on; this build,
-    2026-12-05): a *partly*. **Exploratory verdicts** (the passages the rules were developed on): a *holds*.
+    2026-12-05): a *partly*. **Exploratory verdicts** (the draw at seed 0, which holds `make test`'s passages,
+    those the rules were developed on): a *holds*.
     They differ on a (exploratory *holds*, confirmatory *partly*): where they differ, the confirmatory word is
     the one to cite.
     """
@@ -386,7 +387,8 @@ def confirmation(claim: str, explored: list[dict], confirmed: list[dict] | None,
     return (f"**Confirmatory verdicts** ({frozen}, applied once to the confirmation split: {setting[0]} passages "
             f"x {setting[1]} tokens drawn with the registered seed {CONFIRMATION_SEED} from windows no rule was "
             f"developed on; this build, {when}): " + "; ".join(f"{k} *{v}*" for k, v in after.items())
-            + f". **Exploratory verdicts** (the passages the rules were developed on): {said}. "
+            + f". **Exploratory verdicts** (the draw at seed 0, which holds `make test`'s passages, those the rules "
+            f"were developed on): {said}. "
             + (f"They differ on {names(f'{k} (exploratory *{before[k]}*, confirmatory *{after[k]}*)' for k in differ)}"
                ": where they differ, the confirmatory word is the one to cite." if differ else
                "They agree on every one."))
