@@ -284,17 +284,36 @@ def plant_isometry(model, strength: float) -> None:
                 qkv[h, 2] = (torch.linalg.pinv(W_o) @ (U * flat) @ Vt).to(qkv.dtype)
 
 
+def byte_tokenizer():
+    """A byte-level tokenizer made here: each of the 256 bytes is a token, and ``<|endoftext|>`` is the padding
+    and end-of-text token (put by no text: like GPT-NeoX's, it adds no special token). The tiny ladders' models
+    read it, so that they need neither a download nor an offline model's package (on Colab, the package and
+    transformers are enough).
+
+    >>> tok = byte_tokenizer()
+    >>> len(tok), len(tok("walk")["input_ids"]), len(tok("día")["input_ids"]), tok.decode(tok("día")["input_ids"])
+    (257, 4, 4, 'día')
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {ch: i for i, ch in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    vocab["<|endoftext|>"] = len(vocab)
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+
+
 def tiny_ladder(folder, *, seed: int = 0, planted: float = 0.0, widths=TINY_WIDTHS, layers: int = 2) -> list[str]:
-    """A ladder of tiny random GPT-NeoX models of growing width saved as folders under ``folder`` (with the offline
-    BERT tokenizer of ``minilm-l6``), smallest first; with ``planted`` > 0 the ``i``-th of ``k`` sizes has its heads
+    """A ladder of tiny random GPT-NeoX models of growing width saved as folders under ``folder`` (with
+    :func:`byte_tokenizer`, so that no model package is needed), smallest first; with ``planted`` > 0 the ``i``-th of ``k`` sizes has its heads
     moved towards isometries by ``planted * i / (k - 1)`` (:func:`plant_isometry`): E3's claim, planted.  Returns
     the folders' paths."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig
+    from transformers import AutoModelForCausalLM, GPTNeoXConfig
 
-    from .models import _source
-
-    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    tok = byte_tokenizer()
     out = []
     for i, d in enumerate(widths):
         torch.manual_seed(seed * 1000 + i)

@@ -97,3 +97,19 @@ def test_bad_ladders_are_refused_by_name(case, message, tmp_path, ladders, capsy
 
 def test_power_of_the_ladder():
     assert L.slope_power(2) == 0.0 < L.slope_power(3) < L.slope_power(5) < L.slope_power(8) <= 1.0
+
+
+def test_a_tiny_ladder_needs_no_model_package(tmp_path, monkeypatch):
+    """make colab found the ladder appendix failing on Colab, whose set-up cell installs the package and
+    transformers only: the tiny ladder read the offline MiniLM's tokenizer. It now makes its own."""
+    from connlap_lite import models
+
+    def refused(*args, **kwargs):
+        raise ModuleNotFoundError("no offline model package here")
+
+    monkeypatch.setattr(models, "_source", refused)
+    monkeypatch.setattr(models, "_packaged", refused)
+    folders = L.tiny_ladder(tmp_path, widths=(32, 48), layers=1)
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(folders[0])
+    assert len(tok) == 257 and tok.pad_token == "<|endoftext|>"
