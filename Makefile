@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict \
 	test-strict-edition test-reader test-browser test-edition html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
-	colab-edition edition edition-run
+	colab-edition edition edition-run colab-again
 
 install: $(STAMP)
 
@@ -179,7 +179,7 @@ floor: wheel
 # (COLAB_RUNTIME: Python 3.13, pip 24.1, torch 2.11 (PyPI's CUDA build, 4 GB installed, run on the CPU),
 # transformers 5.15, numpy 2.1.3, ipywidgets 7.7.1, ipykernel 6.17; no myst-nb, as on Colab), then every chapter
 # of the Colab edition (make colab-edition: what a Colab badge opens) copied out alone and executed
-# (tools/alone.py, two at a time, each on one core, the first of each kind of set-up cell alone), its own set-up
+# (tools/alone.py, two at a time on one core each, the first of each kind of set-up cell alone), its own set-up
 # cell installing the edition's wheel as on Colab ($$CONNLAP_LITE_SOURCE), each with an empty measurement cache
 # of its own as Colab has, so that its time is a first run's on one core (the performance
 # appendix's recorded results copied beside it: on Colab it fetches them from the repository). The record (each
@@ -210,6 +210,20 @@ colab: colab-edition
 	@# the same numbers as the golden file, with the wheel and the models the set-up cells installed, measured afresh
 	$(COLAB)/venv/bin/python tools/same_numbers.py --json $(COLAB)/same_numbers.json --compare $(GOLDEN); \
 	  status=$$?; cp $(COLAB)/same_numbers.json benchmarks/results/same_numbers_colab.json; exit $$status
+
+# Some chapters of make colab run again after a fix, on its runtime as it is (make colab must have run): the
+# edition and its wheel made afresh, the installed connlap_lite removed so that each chapter's set-up cell installs
+# the new one, and the chapters' rows of benchmarks/results/colab_chapters.json replaced, each with its commit
+# (tools/alone.py --update). CHAPTERS: paths under book/, e.g. CHAPTERS=book/appendix/ladder.ipynb
+colab-again: colab-edition
+	@test -x $(COLAB)/venv/bin/python || { echo "colab-again: run make colab first (no $(COLAB)/venv)"; exit 2; }
+	@test -n "$(CHAPTERS)" || { echo "colab-again: name the chapters, CHAPTERS=book/..."; exit 2; }
+	rm -rf $(COLAB)/wheel && $(PY) -m build -q --wheel --outdir $(COLAB)/wheel $(EDITION) >/dev/null
+	$(COLAB)/venv/bin/python -m pip uninstall -q -y connlap-lite
+	CONNLAP_LITE_SOURCE=$$(realpath $(COLAB)/wheel/*.whl | sed 's|^|file://|') \
+	  $(COLAB)/venv/bin/python tools/alone.py --update benchmarks/results/colab_chapters.json \
+	  --report $(COLAB)/chapters-again.json --beside benchmarks/results $(addprefix $(EDITION)/,$(CHAPTERS)); \
+	  status=$$?; cp $(COLAB)/chapters-again.json benchmarks/results/colab_chapters.json; exit $$status
 
 # The Colab edition in _build/colab, a tree to publish as the `colab` branch that every Colab badge opens: every
 # chapter in plain Jupyter Markdown, written by Sphinx's colab_edition builder (book/_ext/edition_builder.py) from

@@ -724,3 +724,22 @@ def test_teaching_page_lists_every_exercise_and_the_measured_times():
     with pytest.raises(ValueError, match="one marked block per table"):
         TT.render(page.replace("<!-- teaching_tables: times -->", ""))
     assert TT.duration(59.6) == "1 min 0 s" and TT.duration(0.4) == "0 s"
+
+
+def test_a_colab_chapter_run_again_says_its_commit(monkeypatch):
+    """make colab-again: the Colab column marks a chapter run again after a fix with its commit, and the note
+    says what that means; the other chapters' times are the record's."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import teaching_tables as TT
+
+    rows = [{"chapter": "book/appendix/ladder.ipynb", "passed": True, "seconds": 20.0, "cache_bytes": 0,
+             "installs_bytes": 10, "commit": "abcdef1234"},
+            {"chapter": "book/theory/walks.ipynb", "passed": True, "seconds": 5.0, "cache_bytes": 0,
+             "installs_bytes": 10, "commit": "0123456789"}]
+    colab = {"commit": "0123456789", "date_utc": "2026-12-05T09:00:00Z", "versions": {}, "jobs": 2,
+             "chapters": rows, "reruns": [{"chapter": rows[0]["chapter"], "commit": "abcdef1234"}]}
+    real = TT._load
+    monkeypatch.setattr(TT, "_load", lambda path: colab if path.name == TT.COLAB.name else real(path))
+    table = TT.times_table()
+    assert "| 20 s (again at abcdef1) |" in table and "| 5 s |" in table
+    assert "run again after a fix" in table and "2 chapters at a time" in table

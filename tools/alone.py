@@ -19,8 +19,8 @@ package pays for it here; on Colab every chapter opens in a fresh runtime and pa
 the chapters run in the order of their kinds, :data:`KINDS`, so that each kind's installs are measured).
 
 ``--jobs 2`` runs two chapters at a time, each kernel with one thread per core it has (``OMP_NUM_THREADS``): the
-first chapter of each kind alone, in the order of the kinds (its installs measured with nothing beside it), then
-the others two at a time. A chapter's seconds are then its time on one core, not on a Colab runtime's two; the
+first chapter of each kind alone, in the order of the kinds (its installs measured with nothing beside it, on
+every core), then the others two at a time. A chapter's seconds are then its time on one core, not on a Colab runtime's two; the
 record says how many ran at once (``jobs``) and with how many threads (``threads``).
 """
 import argparse
@@ -160,8 +160,8 @@ def run_alone(path: Path, timeout: int, beside=(), threads: int | None = None, c
 def run_all(paths: list[Path], timeout: int, beside=(), jobs: int = 1):
     """Run every chapter alone (:func:`run_alone`), in the order of their kinds; yield each row as it ends.
 
-    ``jobs`` > 1: the first chapter of each kind alone, then the others ``jobs`` at a time in processes of their own,
-    each kernel with ``cpus // jobs`` threads (at least one)."""
+    ``jobs`` > 1: the first chapter of each kind alone (with the caller's threads: every core), then the others
+    ``jobs`` at a time in processes of their own, each kernel with ``cpus // jobs`` threads (at least one)."""
     kinds = {path: KINDS.index(setup_kind(nbformat.read(path, as_version=4))) for path in paths}
     ordered = sorted(paths, key=kinds.get)                # (stable: the given order within a kind)
     if jobs <= 1:
@@ -170,8 +170,8 @@ def run_all(paths: list[Path], timeout: int, beside=(), jobs: int = 1):
         return
     firsts = [p for k, p in enumerate(ordered) if k == 0 or kinds[ordered[k - 1]] != kinds[p]]
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    for path in firsts:                                   # (alone: its installs measured with nothing beside it)
-        yield run_alone(path.resolve(), timeout, beside, threads=threads)
+    for path in firsts:              # (alone, on every core: its installs measured with nothing beside it)
+        yield run_alone(path.resolve(), timeout, beside)
     rest = [p for p in ordered if p not in firsts]
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(run_alone, p.resolve(), timeout, tuple(beside), threads, ROOT) for p in rest]
@@ -227,6 +227,41 @@ def record(rows: list[dict]) -> dict:
             "installs": kinds, "jobs": max([r.get("jobs", 1) for r in rows] or [1]), "chapters": rows}
 
 
+def merged(earlier: dict, now: dict) -> dict:
+    """``earlier`` (a record) with the rows of ``now`` (some of its chapters run again, after a fix) in place of
+    theirs. Every row says the commit and date it ran at; the record keeps the earlier commit and date (most rows'),
+    and ``reruns`` names the chapters run again. A rerun row keeps the earlier row's installs (measured on that
+    run's fresh runtime, in the order of the kinds; the rerun's runtime had them): its own are ``installed_again``.
+
+    >>> old = {"commit": "a", "date_utc": "d1", "installs": {}, "chapters": [
+    ...     {"chapter": "x", "passed": False, "installed": ["t"], "installed_bytes": 9, "installs_bytes": 9},
+    ...     {"chapter": "y", "passed": True, "installed": [], "installed_bytes": 0, "installs_bytes": 9}]}
+    >>> new = {"commit": "b", "date_utc": "d2", "chapters": [
+    ...     {"chapter": "x", "passed": True, "installed": ["c"], "installed_bytes": 1, "installs_bytes": 1}]}
+    >>> m = merged(old, new)
+    >>> [(r["chapter"], r["passed"], r["commit"], r["installed_bytes"], r["installed_again"]) for r in m["chapters"]]
+    [('x', True, 'b', 9, ['c']), ('y', True, 'a', 0, None)]
+    >>> m["commit"], m["reruns"]
+    ('a', [{'chapter': 'x', 'commit': 'b', 'date_utc': 'd2'}])
+    """
+    again = {r["chapter"]: r for r in now["chapters"]}
+    rows = []
+    for old in earlier["chapters"]:
+        row = {"commit": earlier.get("commit"), "date_utc": earlier.get("date_utc"), "installed_again": None, **old}
+        new = again.pop(old["chapter"], None)
+        if new is not None:
+            keep = {k: old[k] for k in ("installed", "installed_bytes", "installs_bytes") if k in old}
+            row = {**new, **keep, "installed_again": new.get("installed"), "commit": now.get("commit"),
+                   "date_utc": now.get("date_utc")}
+        rows.append(row)
+    rows += [{**r, "commit": now.get("commit"), "date_utc": now.get("date_utc"), "installed_again": None}
+             for r in again.values()]
+    reruns = [r for r in earlier.get("reruns", []) if r["chapter"] not in {x["chapter"] for x in now["chapters"]}]
+    reruns += [{"chapter": r["chapter"], "commit": now.get("commit"), "date_utc": now.get("date_utc")}
+               for r in now["chapters"]]
+    return {**earlier, "chapters": rows, "reruns": reruns}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
@@ -234,6 +269,8 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=3600, help="seconds a cell may take (default 3600)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="chapters run at a time (default 1; 2 on two cores: each chapter's time is then one core's)")
+    parser.add_argument("--update", type=Path,
+                        help="an earlier record: the chapters run now replace their rows in it (see merged)")
     parser.add_argument("--beside", type=Path, action="append", default=[],
                         help="a folder of the checkout to copy beside each notebook (what Colab would fetch)")
     args = parser.parse_args(argv)
@@ -242,6 +279,13 @@ def main(argv=None) -> int:
             parser.error(f"--beside {folder}: not a folder of the checkout")
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: give at least 1 (chapters run at a time)")
+    earlier = None
+    if args.update:
+        try:
+            earlier = json.loads(args.update.read_text())
+            earlier["chapters"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            parser.error(f"--update {args.update}: not a record of this tool ({e})")
     rows = []
     for row in run_all(args.notebooks, args.timeout, args.beside, args.jobs):
         row["jobs"] = args.jobs
@@ -249,7 +293,8 @@ def main(argv=None) -> int:
         print(f"{'passed' if row['passed'] else 'FAILED'} {row['seconds']:7.1f} s  cache {row['cache_bytes'] / 2**20:7.1f} MiB"
               f"  installed {row['installed_bytes'] / 2**20:7.1f} MiB  {row['chapter']}", flush=True)
         if args.report:
-            args.report.write_text(json.dumps(record(rows), indent=1) + "\n")
+            now = record(rows)
+            args.report.write_text(json.dumps(merged(earlier, now) if earlier else now, indent=1) + "\n")
     failed = [r for r in rows if not r["passed"]]
     for r in failed:
         print(f"\n{r['chapter']}: {r['error']}")

@@ -116,6 +116,8 @@ def times_table(root: Path = ROOT) -> str:
         if r is None:
             return NOT_MEASURED, NOT_MEASURED
         time_ = duration(r["seconds"]) if r["passed"] else f"failed after {duration(r['seconds'])}"
+        if r.get("commit") and r["commit"] != colab.get("commit"):     # (run again after a fix: make colab-again)
+            time_ += f" (again at {r['commit'][:7]})"
         installs = r.get("installs_bytes")
         disk = (f"{size(installs)} + {size(r['cache_bytes'])}" if installs is not None
                 else f"installs not measured + {size(r['cache_bytes'])}")
@@ -159,13 +161,16 @@ def _colab_jobs(colab: dict | None) -> str:
     """What the Colab column's times are when `make colab` ran chapters side by side (``alone.py --jobs``).
 
     >>> _colab_jobs({"jobs": 2})[:60]
-    '`make colab` ran 2 chapters at a time, each on one core (the'
+    '`make colab` ran 2 chapters at a time, each on one core, aft'
     >>> _colab_jobs({"jobs": 1}), _colab_jobs(None)
     ('', '')
     """
     jobs = (colab or {}).get("jobs", 1)
-    return (f"`make colab` ran {jobs} chapters at a time, each on one core (the first chapter of each kind of set-up "
-            "alone): a chapter's time is one core's, where a Colab runtime gives it two. ") if jobs > 1 else ""
+    again = ("A time marked \"again at\" is a chapter run again after a fix, at that commit, on the same runtime "
+             "(`make colab-again`), with the installs its first run measured. ") if (colab or {}).get("reruns") else ""
+    return again + ((f"`make colab` ran {jobs} chapters at a time, each on one core, after the first chapter of each "
+                     "kind of set-up, which ran alone to measure its installs: a chapter's time is one core's (the "
+                     "record gives each row's threads), where a Colab runtime gives it two. ") if jobs > 1 else "")
 
 
 TABLES = {"exercises": exercises_table, "times": times_table}
