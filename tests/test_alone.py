@@ -91,6 +91,7 @@ def test_chapters_run_in_the_order_of_their_set_up_kinds(tmp_path, monkeypatch):
 def test_a_record_names_no_path_of_this_machine(tmp_path, monkeypatch):
     monkeypatch.setattr(alone, "ROOT", tmp_path)
     assert alone.portable(tmp_path / "book" / "x.ipynb") == "book/x.ipynb"
+    assert alone.portable(tmp_path / "_build" / "colab" / "book" / "x.ipynb") == "book/x.ipynb", "the edition's"
     assert alone.portable(Path(sys.prefix) / "lib" / "connlap_lite" / "__init__.py") == "<env>/lib/connlap_lite/__init__.py"
 
 

@@ -51,6 +51,7 @@ WHERE = "import connlap_lite; print('connlap_lite from', connlap_lite.__file__)"
 # what a chapter's set-up cell installs (tools/colab_cells.py writes it): the package, or the package and the models
 PACKAGE, TRANSFORMERS, MODELS = "package", "package and transformers", "package and models"
 KINDS = (PACKAGE, TRANSFORMERS, MODELS)     # each kind of set-up cell installs what the one before it does, and more
+EDITION = "_build/colab"     # make colab-edition's chapters, which make colab runs: recorded as book/...
 VERSIONS = ("torch", "transformers", "numpy", "ipywidgets", "ipykernel", "connlap-lite")
 
 
@@ -92,9 +93,10 @@ def setup_kind(nb) -> str:
 
 
 def portable(path) -> str:
-    """A path without this machine's folders: relative to the checkout, else to the environment's prefix."""
+    """A path without this machine's folders: relative to the checkout (a chapter of the Colab edition as the book
+    names it: ``book/...``), else to the environment's prefix."""
     path = Path(os.path.abspath(path))
-    for base, label in ((Path(sys.prefix).resolve(), "<env>/"), (ROOT, "")):
+    for base, label in ((Path(sys.prefix).resolve(), "<env>/"), (ROOT / EDITION, ""), (ROOT, "")):
         if path.is_relative_to(base):
             return label + path.relative_to(base).as_posix()
     return path.name
