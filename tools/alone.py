@@ -20,8 +20,8 @@ the chapters run in the order of their kinds, :data:`KINDS`, so that each kind's
 
 ``--jobs 2`` runs two chapters at a time, each kernel with one thread per core it has (``OMP_NUM_THREADS``): the
 first chapter of each kind alone, in the order of the kinds (its installs measured with nothing beside it, on
-every core), then the others two at a time. A chapter's seconds are then its time on one core, not on a Colab runtime's two; the
-record says how many ran at once (``jobs``) and with how many threads (``threads``).
+every core), then the others two at a time. A chapter's seconds are then its time on one core, not on a Colab
+runtime's two; the record says how many ran at once (``jobs``) and with how many threads (``threads``).
 """
 import argparse
 import concurrent.futures
