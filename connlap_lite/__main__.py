@@ -140,6 +140,17 @@ def _fail(ap, message: str) -> None:
     raise _Usage(message)
 
 
+def _check_sizes(args, least: int = 2) -> None:
+    """``--passages`` and ``--tokens`` through the package's one check of them (:func:`connlap_lite.text.check_sizes`),
+    before any model is loaded, its error naming the options."""
+    from .text import check_sizes
+
+    try:
+        check_sizes(args.passages, args.tokens, least=least)
+    except ValueError as exc:
+        raise _Usage(_flags(str(exc))) from None
+
+
 def _writable_folder(folder: Path, option: str) -> None:
     """Make ``folder`` (and its parents) and prove a file can be written there, or fail naming ``option``."""
     try:
@@ -240,10 +251,7 @@ def _check_device(device: str) -> None:
 
 def _verify(args, ap) -> int:
     """``verify MODEL``: the per-layer table, and exit status 1 when a layer misses."""
-    if args.passages < 1:
-        raise _Usage(f"--passages must be at least 1, got {args.passages}")
-    if args.tokens < 8:
-        raise _Usage(f"--tokens must be at least 8, got {args.tokens}")
+    _check_sizes(args, least=1)
     if args.seed < 0:
         raise _Usage(f"--seed must be a nonnegative int, got {args.seed}")
     if args.tol is not None and not args.tol > 0:
@@ -363,10 +371,7 @@ def _missing(report, claim: str, verdict: dict) -> str:
 
 def _analyze(args, ap) -> int:
     """``analyze MODEL``: the per-layer summary against the nulls, the known results, and the outputs."""
-    if args.passages < 2:
-        _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
-    if args.tokens < 8:
-        _fail(ap, f"--tokens must be at least 8, got {args.tokens}")
+    _check_sizes(args)
     texts = None
     if args.texts is not None:
         if not args.texts.is_file():
@@ -385,7 +390,7 @@ def _analyze(args, ap) -> int:
     from .analysis import analyze
     from .record import depth_trend, layer_means, random_nulls
 
-    # with the chapter *Known results* on the same passages: the model and its random-init null loaded once
+    # with the chapter *Known results* on the same passages (corpus, BOS, split): the model and its null loaded once
     report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
                      random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
                      refresh=args.no_cache, progress=True, known=True)             # a Report, read-only
@@ -498,10 +503,7 @@ def _write_figures(folder: Path, report, main_condition) -> None:
 
 def _ladder(args, ap) -> int:
     """``ladder ID ID ...``: each model measured alike (resumable from the cache), E3's verdicts and their power."""
-    if args.passages < 2:
-        _fail(ap, f"--passages must be at least 2 (bootstrap and cross-passage metrics), got {args.passages}")
-    if args.tokens < 8:
-        _fail(ap, f"--tokens must be at least 8, got {args.tokens}")
+    _check_sizes(args)
     if args.seed < 0:
         _fail(ap, f"--seed must be a nonnegative int, got {args.seed}")
     if args.seeds < 1:

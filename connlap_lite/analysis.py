@@ -48,7 +48,7 @@ from . import record
 from . import rivals as R
 from .edges import edge_singular_values, rank_free_defect
 from .transports import HeadTransports
-from .nulls import gaussian_null, quantise_q4, random_like, rotation_null, shuffled
+from .nulls import NULL_SEED, gaussian_null, quantise_q4, random_like, rotation_null, shuffled
 from ._backend import check_int, undefined
 from ._cache import cached, folder_identity
 from .adapters import describe
@@ -56,7 +56,7 @@ from .extraction import attention_walks, head_transports, max_positions
 from .memory import check_memory
 from .models import check_model, load_model, model_name
 from .verify import check as verify_check
-from .text import check_bos, check_corpus, check_split, check_texts, corpus_digest
+from .text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
 from .text import corpus as corpus_texts
 from .text import passages_with_windows
 
@@ -453,9 +453,7 @@ def _seeds(seeds, name: str) -> list[int]:
 def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple:
     """The arguments checked, as plain Python values (a path's string, numpy ints as ints: the key is JSON)."""
     name = model_name(name)
-    n_passages = check_int(n_passages, "n_passages", low=2,
-                           why="bootstrap intervals and cross-passage distances need two")
-    n_tokens = check_int(n_tokens, "n_tokens", low=4)
+    n_passages, n_tokens = check_sizes(n_passages, n_tokens)
     seed = check_int(seed, "seed", low=0)
     seeds = _seeds(random_seeds, "random_seeds")
     if not isinstance(device, str):
@@ -532,7 +530,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     report = cached("measurements", name, SCHEMA, fields, lambda r: _report_problem(r, name, args), compute,
                     read=cache and not refresh, write=cache or refresh)
     if known:
-        from .known.report import NULL_SEED, known_results
+        from .known.report import known_results
         load = None
         if "model" in held:                         # measured just now: the same model, and its twin if it is the
             model, tok, twin = held.pop("model"), held.pop("tokenizer"), held.pop("twin", None)   # known null
@@ -540,14 +538,15 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
             def load():
                 return model, tok, twin if twin is not None else random_like(model, NULL_SEED)
         report = {**report, "known_results": known_results(name, n_passages=n_passages, n_tokens=n_tokens, seed=seed,
-                                                           random_init=random_init, texts=texts, device=device,
+                                                           random_init=random_init, texts=texts, corpus=corpus,
+                                                           bos=bos, split=split, device=device,
                                                            cache=cache and not refresh, _load=load)}
     return record.Report(report)
 
 
 def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: dict | None) -> dict:
     """The report :func:`analyze` returns, measured; ``held`` (if given) keeps the model, its tokenizer and the
-    twin ``random_like(model, 1000)`` for :func:`connlap_lite.known.known_results` (the twin only if it is that one,
+    twin ``random_like(model, NULL_SEED)`` for :func:`connlap_lite.known.known_results` (the twin only if it is that one,
     the model only if it is not quantised)."""
     n_passages, n_tokens, seed, random_seeds = args["n_passages"], args["n_tokens"], args["seed"], args["random_seeds"]
     random_init, q4, texts, corpus = args["random_init"], args["q4"], args["texts"], args["corpus"]
@@ -580,7 +579,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     # null's model is kept to be measured below (built once)
     kept, twins, timing = {}, [], time.perf_counter()
     for s in data_seeds:
-        twin = random_like(model, 1000 + s)
+        twin = random_like(model, NULL_SEED + s)
         twins.append(twin_transports(twin, facts["layers"]))
         if random_seeds and s == random_seeds[0] or held is not None and s == 0:
             kept[s] = twin
@@ -607,7 +606,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     nulls = {}
     for s in random_seeds:
         timing = time.perf_counter()
-        null = kept.pop(s) if s in kept else random_like(model, 1000 + s)
+        null = kept.pop(s) if s in kept else random_like(model, NULL_SEED + s)
         spent: dict = {}
         nulls[f"random{s}"] = measure(null, batch, encoder=encoder, head_nulls=False, progress=progress,
                                       sinks_found=sinks.setdefault(f"random{s}", []), sink_mass_columns=columns,

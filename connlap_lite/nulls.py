@@ -7,7 +7,8 @@
 
 And the whole-model nulls and ablations that :func:`connlap_lite.analysis.analyze` measures beside a trained model:
 
-``random_like(model, seed)``     the same architecture with freshly initialised weights (``fresh_model``);
+``random_like(model, seed)``     the same architecture with freshly initialised weights (``fresh_model``;
+                                 null ``random<k>`` is seed ``NULL_SEED + k``);
 ``shuffled(batch, sinks_fixed)`` each passage's tokens permuted (the sink tokens kept in place);
 ``quantise_q4(model)``           every linear weight of a model through ``q4_roundtrip``, in place.
 
@@ -68,8 +69,12 @@ def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
                           torch.randn(heads.V.shape, generator=g, dtype=torch.float64))
 
 
+NULL_SEED = 1000   # random-init null k of every pipeline (E1-E3 and the known results): random_like(model, NULL_SEED + k)
+
+
 def random_like(model, seed: int):
-    """The null model: ``model``'s architecture with fresh weights drawn with ``seed`` (:func:`fresh_model`)."""
+    """The null model: ``model``'s architecture with fresh weights drawn with ``seed`` (:func:`fresh_model`);
+    the pipelines' random-init null ``random<k>`` is ``random_like(model, NULL_SEED + k)``."""
     from transformers import AutoModel, AutoModelForCausalLM
 
     auto = AutoModelForCausalLM if hasattr(model, "lm_head") else AutoModel

@@ -158,6 +158,29 @@ def _specials(tokenizer) -> tuple[list[int], list[int]]:
     return [], []
 
 
+MIN_TOKENS = 8     # the shortest passage any measurement reads: a BOS, a few tokens, room for the sink columns
+
+
+def check_sizes(n_passages, n_tokens, *, least: int = 2) -> tuple[int, int]:
+    """``(n_passages, n_tokens)`` as ints, or the error that names the one out of range: the one check of a
+    measurement's sizes, where they enter (:func:`connlap_lite.analyze`, :func:`connlap_lite.known.known_results`,
+    the command line, which names them ``--passages`` and ``--tokens``). ``least`` passages: 2 where bootstrap
+    intervals and cross-passage distances pair them, 1 for a check of the walk alone.
+
+    >>> check_sizes(16, 128)
+    (16, 128)
+    >>> check_sizes(1, 128)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_passages must be at least 2, got 1 (bootstrap intervals and cross-passage distances need two)
+    """
+    from ._backend import check_int
+
+    why = "bootstrap intervals and cross-passage distances need two" if least == 2 else ""
+    return (check_int(n_passages, "n_passages", low=least, why=why),
+            check_int(n_tokens, "n_tokens", low=MIN_TOKENS))
+
+
 def check_bos(bos) -> bool | None:
     """``bos`` itself if it is True, False or None (the tokenizer's default); a clear error otherwise."""
     if bos is not None and not isinstance(bos, bool):

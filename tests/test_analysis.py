@@ -92,6 +92,31 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
     assert rep["head_dim"] == dh
 
 
+def test_the_asked_corpus_bos_and_split_reach_every_measurement(tmp_path, monkeypatch):
+    """``analyze(corpus=..., bos=..., known=True)``, what ``connlap analyze MODEL --corpus stdlib`` runs: E1, E2 and
+    the known results read the same passages (the same windows of the asked corpus and split), and the
+    known results are those measured on that corpus alone, not pydoc's (they were, whatever the corpus, before
+    2026-12-05)."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    import tiny_models
+    from connlap_lite import analysis
+    from connlap_lite.known import known_results
+
+    folder = tiny_models.make_folder(tmp_path / "m")
+    monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
+    kw = dict(n_passages=2, n_tokens=12, corpus="stdlib", split="confirmation")     # (its tokenizer has no BOS)
+    report = analysis.analyze(str(folder), random_seeds=(0,), shuffle=False, rivals=False, known=True, **kw)
+    known = report["known_results"]
+    assert (report["corpus"], known["corpus"]) == ("stdlib", "stdlib")
+    assert known["bos"] is report["bos"] is None and known["split"] == report["split"] == "confirmation"
+    assert known["windows"] == report["windows"]
+    alone = known_results(str(folder), cache=False, **kw)
+    assert alone["conditions"] == known["conditions"]
+    pydoc = known_results(str(folder), cache=False, **{**kw, "corpus": "pydoc"})
+    assert pydoc["windows"] != known["windows"]
+    assert pydoc["conditions"]["trained"]["natural"] != known["conditions"]["trained"]["natural"]
+
+
 def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp_path, monkeypatch):
     """``analyze(known=True)`` (what the command line runs) loads the model once and builds the random-init null
     ``random_like(model, 1000)`` once for both chapters, and its known results are those measured on their own."""

@@ -629,7 +629,7 @@ ANALYSIS = [
     ("name None", lambda m: A.analyze(None), TypeError, "name must be a model short name"),
     ("n_passages one", lambda m: A.analyze("minilm-l6", n_passages=1), ValueError, "n_passages must be at least 2"),
     ("n_passages float", lambda m: A.analyze("minilm-l6", n_passages=2.5), TypeError, "n_passages must be an int"),
-    ("n_tokens small", lambda m: A.analyze("minilm-l6", n_tokens=2), ValueError, "n_tokens must be at least 4"),
+    ("n_tokens small", lambda m: A.analyze("minilm-l6", n_tokens=2), ValueError, "n_tokens must be at least 8"),
     ("n_tokens string", lambda m: A.analyze("minilm-l6", n_tokens="64"), TypeError, "n_tokens must be an int"),
     ("n_tokens beyond positions", lambda m: A.analyze("minilm-l6", n_passages=2, n_tokens=600, cache=False),
      ValueError, "n_tokens must be at most 512"),

@@ -15,13 +15,14 @@ from pathlib import Path
 import torch
 
 from .. import metrics as M
-from .._backend import check_int
 from .._cache import cached, folder_identity, load
 from ..adapters import describe
 from ..extraction import attention_walks
 from ..models import load_model, model_name
-from ..text import corpus_digest
-from ..text import passages as make_passages
+from ..nulls import NULL_SEED
+from ..text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
+from ..text import corpus as corpus_texts
+from ..text import passages_with_windows
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .sinks import EPS, INPUTS, first_token_scores, position_spread, random_tokens, repeated_tokens, sink_rate
 from .statements import verdicts
@@ -32,8 +33,9 @@ from .stream import norm_weighted_walk, residual_stream, transported
 # 2026-12-02.1: tv_norm_cross, the E1 chapter's cross-passage null of tv_norm, for the reuse statement.
 # 2026-12-02.2: an encoder's column-sum defects at random-init seeds random1 to random4 too (the sinkformer statement
 #               compares with the seeds as units).
-SCHEMA = "2026-12-02.2"
-NULL_SEED = 1000          # the random-init null 'random0' of the empirical chapters: nulls.random_like(model, 1000)
+# 2026-12-05.1: the passages of the asked corpus, BOS setting and split (before, always pydoc's, the tokenizer's
+#               BOS and the exploratory split, whatever analyze measured E1 and E2 on); the report names them.
+SCHEMA = "2026-12-05.1"
 NULL_SEEDS = 5            # random<k> = random_like(model, NULL_SEED + k), as in the empirical chapters; the further
                           # seeds carry the column-sum defect only, and only in an encoder (where it is comparable)
 
@@ -106,35 +108,34 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
     return res
 
 
-def measure(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
-    """Every measurement of the chapter on ``model``: natural passages (as the empirical chapters read
-    them), random tokens and one repeated token. Per-layer lists of per-passage values.
+def measure(model, tokenizer, natural: dict, *, seed: int = 0) -> dict:
+    """Every measurement of the chapter on ``model``: the natural passages ``natural`` (a batch of
+    :func:`connlap_lite.passages`, as the empirical chapters read them), random tokens and one repeated token, as
+    many passages of as many tokens. Per-layer lists of per-passage values.
 
     Returns ``{"natural": {...}, "random": {"rate", "score"}, "repeated": {"rate", "score", "spread"}}``;
     the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
     ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
     layers), the same three with suffix ``2`` (layers two apart) and ``tv_norm_cross`` (adjacent layers, passage
     ``b`` against passage ``b + 1``'s next layer: :func:`connlap_lite.metrics.cross_passage_distance`).
-    :func:`known_results` calls it for the model and its null; the tests run it on tiny random models.
-    ``n_passages`` must be at least 2 (the cross-passage null pairs passages).
+    :func:`known_results` calls it for the model and its null on one batch; the tests run it on tiny random models.
+    The batch holds at least 2 passages (the cross-passage null pairs them).
 
     Chapter: *Known results, reproduced*.
     """
-    n_passages = check_int(n_passages, "n_passages", low=2,
-                           why="bootstrap intervals and the cross-passage null need two passages")
+    n_passages, n_tokens = check_sizes(*natural["input_ids"].shape)
     encoder = describe(model)["encoder"]
-    natural = make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts)
     out = {"natural": _natural_pass(model, natural, encoder)}
     out["random"] = _sink_pass(model, random_tokens(tokenizer, natural, seed), spread=False)
     out["repeated"] = _sink_pass(model, repeated_tokens(tokenizer, n_passages, n_tokens, seed), spread=True)
     return out
 
 
-def seed_defects(model, tokenizer, n_passages: int, n_tokens: int, *, seed: int = 0, texts=None) -> dict:
+def seed_defects(model, natural: dict) -> dict:
     """The column-sum defects of ``model`` (a further random-init seed) on the natural passages :func:`measure`
     reads: ``{"natural": {"column_defect": ..., "column_defect_nosink": ...}}``, per layer and passage."""
     encoder = describe(model)["encoder"]
-    res = _natural_pass(model, make_passages(tokenizer, n_passages, n_tokens, seed=seed, texts=texts), encoder)
+    res = _natural_pass(model, natural, encoder)
     return {"natural": {k: res[k] for k in ("column_defect", "column_defect_nosink")}}
 
 
@@ -182,29 +183,40 @@ def _cached(path: Path, name: str, random_init: bool) -> dict | None:
 
 
 def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: int = 0, random_init: bool = False,
-                  texts: list[str] | None = None, device: str = "cpu", cache: bool = True, _load=None) -> dict:
+                  texts: list[str] | None = None, corpus: str = "pydoc", bos: bool | None = None,
+                  split: str = "exploratory", device: str = "cpu", cache: bool = True, _load=None) -> dict:
     """The chapter's measurements on model ``name`` and on its random-init null, with the verdicts.
 
-    Returns a JSON-able dict: model facts, ``sink_rate`` (``{condition: {input: mean rate}}`` for the
-    conditions ``trained`` (or ``random`` with ``random_init``) and ``random0``, inputs ``natural``,
-    ``random``, ``repeated``), ``conditions`` (every measurement, per layer and passage; an encoder adds
-    ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`, which the sinkformer
-    statement compares with as units) and ``verdicts`` (:func:`verdicts`). Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
-    :func:`connlap_lite.analysis.analyze`: a cache that cannot be written is a warning, the report is returned), keyed by
-    the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the verdicts are
-    recomputed on every call.  (``_load``: :func:`connlap_lite.analysis.analyze`'s model, tokenizer and null
-    ``random_like(model, NULL_SEED)``, already loaded, as a function returning the three.)
+    Returns a JSON-able dict: model facts, the passages read (``corpus``, ``bos``, ``split``, ``windows``: as
+    :func:`connlap_lite.analysis.analyze` reads them, from the same arguments), ``sink_rate``
+    (``{condition: {input: mean rate}}`` for the conditions ``trained`` (or ``random`` with ``random_init``) and
+    ``random0``, inputs ``natural``, ``random``, ``repeated``), ``conditions`` (every measurement, per layer and
+    passage; an encoder adds ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`,
+    which the sinkformer statement compares with as units) and ``verdicts`` (:func:`verdicts`). Every condition
+    reads one batch of passages, cut once. Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
+    :func:`connlap_lite.analysis.analyze`: a cache that cannot be written is a warning, the report is returned),
+    keyed by the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the
+    verdicts are recomputed on every call.  (``_load``: :func:`connlap_lite.analysis.analyze`'s model, tokenizer
+    and null ``random_like(model, NULL_SEED)``, already loaded, as a function returning the three.)
 
     Chapter: *Known results, reproduced*.
     """
     from ..nulls import random_like
 
     name = model_name(name)
-    n_passages = check_int(n_passages, "n_passages", low=2,
-                           why="bootstrap intervals and the cross-passage null need two passages")
+    n_passages, n_tokens = check_sizes(n_passages, n_tokens)
+    if texts is None:
+        check_corpus(corpus)
+    else:
+        texts, corpus = check_texts(texts), "texts"
+    bos, split = check_bos(bos), check_split(split)
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                 eps=EPS, null_seed=NULL_SEED, null_seeds=NULL_SEEDS,
-                corpus_digest=corpus_digest("pydoc") if texts is None else None)
+                corpus_digest=corpus_digest(corpus) if texts is None else None)
+    if bos is not None:                             # (absent when None, exploratory: the keys of before, as analyze's)
+        args["bos"] = bos
+    if split != "exploratory":
+        args["split"] = split
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
 
@@ -215,18 +227,21 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     def compute() -> dict:
         start = time.perf_counter()
         model, tok, null = (_load or loaded)()
+        batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed,
+                                               texts=corpus_texts(corpus) if texts is None else texts, bos=bos,
+                                               split=split)
         facts = describe(model)
         main = "random" if random_init else "trained"
         report = {"schema": SCHEMA, "model": name, "family": facts["family"],
                   "encoder": facts["encoder"], "absolute_positions": absolute_positions(model),
                   "layers": facts["layers"], "heads": facts["heads"], "passages": n_passages, "tokens": n_tokens,
-                  "seed": seed, "eps": EPS, "main": main, "conditions": {}}
-        report["conditions"][main] = measure(model, tok, n_passages, n_tokens, seed=seed, texts=texts)
-        report["conditions"]["random0"] = measure(null, tok, n_passages, n_tokens, seed=seed, texts=texts)
+                  "seed": seed, "corpus": corpus, "bos": bos, "split": split, "windows": [list(w) for w in windows],
+                  "eps": EPS, "main": main, "conditions": {}}
+        report["conditions"][main] = measure(model, tok, batch, seed=seed)
+        report["conditions"]["random0"] = measure(null, tok, batch, seed=seed)
         del null
         for k in range(1, NULL_SEEDS if facts["encoder"] else 1):   # a forward pass each: seconds for MiniLM
-            report["conditions"][f"random{k}"] = seed_defects(random_like(model, NULL_SEED + k), tok, n_passages,
-                                                              n_tokens, seed=seed, texts=texts)
+            report["conditions"][f"random{k}"] = seed_defects(random_like(model, NULL_SEED + k), batch)
         report["sink_rate"] = {c: {i: float(torch.tensor(v[i]["rate"]).mean()) for i in INPUTS}
                                for c, v in report["conditions"].items() if set(INPUTS) <= set(v)}
         report["seconds"] = time.perf_counter() - start
