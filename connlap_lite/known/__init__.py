@@ -41,7 +41,8 @@ Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .history import RULE_CHANGES, rule_changes, verdicts_rule1
-from .report import (NULL_SEED, NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record,
+from ..nulls import NULL_SEED
+from .report import (NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record,
                      seed_defects)
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
