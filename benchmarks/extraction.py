@@ -46,7 +46,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 SCRIPT = Path(__file__).resolve()
 FULL = {"pretrained": [("minilm-l6", 4, 128, 9, 2), ("smollm2-135m", 2, 128, 7, 1)],  # name, B, n, rounds, metric rounds

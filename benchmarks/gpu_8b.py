@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 from connlap_lite import attention_walks, isometry_defect
 from connlap_lite.footprint import SHAPES

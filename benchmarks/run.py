@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 BENCHMARKS = ["extraction", "walk_apply", "spectra", "gpu_8b", "book_times"]
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 FULL = {"n": [4, 8, 16, 32, 64, 128, 256, 512, 1024, 1536], "d": 256, "H": 4, "k": 4, "tol": 1e-8, "ncv": 24,
         "dense_cap_gib": 4.0, "dense_cap_s": 60.0}

@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 FULL = {"n": [64, 128, 256, 512, 1024, 2048], "d": 128, "H": 8, "rounds": 7, "dense_cap_gib": 2.0}
 QUICK = {"n": [16, 32], "d": 16, "H": 2, "rounds": 3, "dense_cap_gib": 0.5}
@@ -90,7 +90,7 @@ def run(quick: bool, out: str | None = None) -> dict:
         walk = mha_walk(X, w)
         ref = torch_mha(X, w)
         err = float(torch.linalg.norm(walk(X) - ref) / torch.linalg.norm(ref))
-        variants = {"walk": lambda: mha_walk(X, w)(X), "apply": lambda: walk.apply(X),
+        variants = {"walk": lambda: mha_walk(X, w)(X), "apply": lambda: walk.apply(X),  # noqa: F821  (called before the del below)
                     "torch": lambda: torch_mha(X, w), "eager": lambda: eager_mha(X, w)}
         row = {"n": n, "d": d, "H": H, "dense_bytes": dense_bytes(n, d), "error_vs_torch": err}
         if 3 * dense_bytes(n, d) <= cap:
@@ -112,7 +112,7 @@ def run(quick: bool, out: str | None = None) -> dict:
             row["ratio"]["dense/apply"] = C.ratio(row["seconds"], "dense", "apply")
         rows.append(row)
         print(f"n={n:5d}: " + ", ".join(f"{k} {v:.2f}" for k, v in row["ratio"].items())
-              + (f"; dense skipped" if "dense_skipped" in row else ""), flush=True)
+              + ("; dense skipped" if "dense_skipped" in row else ""), flush=True)
         del walk, variants
         Wd = None
     fits = [r["n"] for r in rows if "dense_skipped" not in r]

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import alone  # noqa: E402
+import alone
 
 
 def notebook(path: Path, *sources: str) -> Path:

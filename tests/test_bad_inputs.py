@@ -28,7 +28,7 @@ from connlap_lite import verdicts
 from connlap_lite.transports import ConstantTransport, EdgeTransport, MixtureTransport
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_metrics import fake_report  # noqa: E402
+from test_metrics import fake_report
 
 f32, f64 = torch.float32, torch.float64
 P2 = np.array([[0.5, 0.5], [0.25, 0.75]])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import tiny_models  # noqa: E402
+import tiny_models
 
 
 @pytest.fixture(scope="module")

@@ -22,11 +22,11 @@ from connlap_lite import exercises as E
 from connlap_lite.exercises import ExerciseFailed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import student_edition as SE  # noqa: E402  (a build tool, tools/student_edition.py)
-from student_edition import main as student_main  # noqa: E402
-from student_edition import split_check, stub_source, student_edition, student_notebook  # noqa: E402
+import student_edition as SE  # (a build tool, tools/student_edition.py)
+from student_edition import main as student_main
+from student_edition import split_check, stub_source, student_edition, student_notebook
 
-from connlap_lite.exercises import _key, _reference  # noqa: E402
+from connlap_lite.exercises import _key, _reference
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -674,8 +674,8 @@ def test_grading_runs_the_graded_check_which_a_lookup_fails(student, tmp_path):
 
 
 def test_student_notebook_drops_solution_code_of_ungraded_exercises():
-    md = lambda s: {"cell_type": "markdown", "metadata": {}, "source": [s]}
-    code = lambda s, tags=(): {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": [s],
+    md = lambda s: {"cell_type": "markdown", "metadata": {}, "source": [s]}  # noqa: E731
+    code = lambda s, tags=(): {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": [s],  # noqa: E731
                                "outputs": [{"output_type": "stream", "name": "stdout", "text": ["x"]}],
                                "execution_count": 3}
     nb = {"cells": [md("Intro"), md("```{exercise}\n:label: a\nTask\n```\n\n```{solution-start} a\n:class: dropdown\n```\n"

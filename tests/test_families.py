@@ -11,12 +11,12 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-import tiny_models  # noqa: E402
-from tiny_models import FAMILIES, NEW, build  # noqa: E402
+import tiny_models
+from tiny_models import FAMILIES, NEW, build
 
-from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect  # noqa: E402
-from connlap_lite.adapters import FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe, gpt_neox  # noqa: E402
-from connlap_lite.verify import check, tolerance, verify  # noqa: E402
+from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect
+from connlap_lite.adapters import FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe, gpt_neox
+from connlap_lite.verify import check, tolerance, verify
 
 TOL = 1e-5
 

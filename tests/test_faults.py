@@ -3,7 +3,6 @@
 Every test runs in its own ``$CONNLAP_CACHE`` (never the real cache) on files made here: a tiny
 model folder converted like a GGUF model, fake chunk packages, small JSON reports.
 """
-import functools
 import hashlib
 import importlib.metadata
 import json
@@ -19,8 +18,8 @@ import torch
 from connlap_lite import _files, models, offline
 
 sys.path.insert(0, str(Path(__file__).parent))
-import tiny_models  # noqa: E402
-from conftest import fake_chunked  # noqa: E402
+import tiny_models
+from conftest import fake_chunked
 
 
 @pytest.fixture(scope="module")

@@ -54,8 +54,6 @@ def test_a_planted_effect_holds_and_none_does_not(ladders):
 
 
 def test_the_planted_heads_are_isometries_at_full_strength(tmp_path):
-    import torch
-
     from connlap_lite import metrics as M
     from connlap_lite.extraction import head_transports
     from tiny_models import build

@@ -1,7 +1,6 @@
 """Connection Laplacian, defects, stationary distribution, energy and spectra (chapters *When the generator is a
 connection Laplacian*, *Reversibility, defects and low-rank heads*)."""
 import numpy as np
-import pytest
 import torch
 
 from connlap_lite import (AttentionWeights, ConnectionWalk, HeadTransports, connection_laplacian,

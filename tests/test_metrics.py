@@ -1,6 +1,5 @@
 """Metrics for E1/E2 (connlap_lite.metrics) and the analyze command line."""
 import json
-import math
 import subprocess
 import sys
 
@@ -212,7 +211,6 @@ def fake_report(name, params, encoder, falls=True, L=6, seed=0):
 
 def test_first_rules_kept_for_the_record():
     """The first rules (replaced 2026-11-30), which the scorecard shows beside the rules in force."""
-    from connlap_lite import report as S
     good = fake_report("a", 1e8, False)
     assert rules_history.e1_rule1(good)["verdict"] == "holds" and rules_history.e2_rule1(good)["verdict"] == "holds"
     bad = fake_report("b", 1e9, False, falls=False)

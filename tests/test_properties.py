@@ -1,6 +1,5 @@
 """Property-based checks of the single-head, multi-head and reduction theorems over random shapes, groupings, masks
 and biases."""
-import math
 
 import numpy as np
 import torch

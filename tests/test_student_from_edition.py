@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import student_edition as SE  # noqa: E402
+import student_edition as SE
 
 
 def md(text):

@@ -9,12 +9,12 @@ import torch
 
 matplotlib.use("Agg")
 
-from connlap_lite import head_transports, symmetry_defect  # noqa: E402
-from connlap_lite import toys  # noqa: E402
-from connlap_lite import widgets as W  # noqa: E402
-from connlap_lite.edges import rank_free_defect  # noqa: E402
+from connlap_lite import head_transports, symmetry_defect
+from connlap_lite import toys
+from connlap_lite import widgets as W
+from connlap_lite.edges import rank_free_defect
 
-from test_extraction import CONFIGS, tiny  # noqa: E402
+from test_extraction import CONFIGS, tiny
 
 
 # ------------------------------------------------------------------ holonomy on a cycle

@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colab_cells  # noqa: E402  (tools/colab_cells.py: the badges and set-up cells of the book)
+import colab_cells  # (tools/colab_cells.py: the badges and set-up cells of the book)
 
 STUDENT_BRANCH = "student"
 NOTES = {False: "*Student edition: the worked solution is left out.*",
@@ -392,7 +392,7 @@ def grade_notebook(nb: dict) -> dict[str, tuple[float, float]]:
                 code = graded_call(code.strip().splitlines()[0])
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(code, meta["grade_id"], "exec"), namespace)
-        except BaseException as exc:                # noqa: BLE001  (a submission's error is its score, 0)
+        except BaseException as exc:                # (a submission's error is its score, 0)
             if isinstance(exc, KeyboardInterrupt):
                 raise
             ok = False

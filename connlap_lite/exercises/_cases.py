@@ -80,7 +80,7 @@ def _symmetric_orthogonal(rng, w: np.ndarray, d: int) -> np.ndarray:
 
 def _weights(rng, H: int, G: int, d: int, dh: int, scale: float = 1.0):
     """Row-convention weights ``W_q (H, d, dh), W_k, W_v (G, d, dh), W_o (H, dh, d)``."""
-    r = lambda *s: scale * rng.standard_normal(s) / np.sqrt(s[-2])
+    r = lambda *s: scale * rng.standard_normal(s) / np.sqrt(s[-2])  # noqa: E731
     return r(H, d, dh), r(G, d, dh), r(G, d, dh), r(H, dh, d)
 
 

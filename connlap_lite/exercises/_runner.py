@@ -228,7 +228,7 @@ def checker(*, forbid: Sequence[str] = (), rtol: float = 1e-7, atol: float = 1e-
                 return make_cases()
 
         def check(fn, *, graded: bool | int = False) -> None:
-            __tracebackhide__ = True                       # noqa: F841  (IPython and pytest hide this frame)
+            __tracebackhide__ = True                       # (IPython and pytest hide this frame)
             draw = None if graded is False else secrets.randbits(32) if graded is True else int(graded)
             try:
                 grade(name, fn, cases(draw), forbid=forbid, rtol=rtol, atol=atol, names=names, draw=draw)

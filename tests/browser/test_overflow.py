@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import book_pdf  # noqa: E402
-import chromium  # noqa: E402
+import book_pdf
+import chromium
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
 body {{ margin: 0; }} article.bd-article {{ width: {column}px; margin-left: 200px; }}

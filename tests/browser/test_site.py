@@ -26,7 +26,7 @@ import yaml
 import conftest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import chromium  # noqa: E402  (tools/chromium.py: the server, the browser and the page inspection, shared with make pdf)
+import chromium  # (tools/chromium.py: the server, the browser and the page inspection, shared with make pdf)
 
 ROOT = Path(__file__).resolve().parents[2]
 if not os.environ.get("CONNLAP_SITE"):
