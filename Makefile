@@ -8,8 +8,11 @@ export HF_HUB_OFFLINE := 1
 # no tqdm progress widgets from transformers ("Loading weights") stored in the book's pages
 export HF_HUB_DISABLE_PROGRESS_BARS := 1
 export TOKENIZERS_PARALLELISM := false
+# How many jobs run side by side: make book's and make test's lanes (make -j) and make colab's chapters
+# (tools/alone.py --jobs); one per core (JOBS=1 runs them one after the other).
+JOBS ?= 2
 
-.PHONY: install book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict \
+.PHONY: install lint book book-build book-measure test unit notebooks lane-unit lane-chapters lane-reader test-strict \
 	test-strict-edition test-reader test-browser test-edition html-strict browser browser-run chromium reader wheel floor colab pdf student clean bench \
 	colab-edition edition edition-run colab-again
 
@@ -34,15 +37,15 @@ $(FULLSTAMP): $(STAMP)
 	$(PY) -m pip install -q --no-deps -r $(VENV)/no-deps-full.txt
 	touch $@
 
-# The full build: 32 passages of 64 tokens and the fifth model (CONNLAP_FULL=1), on both cores. The build executes
-# the chapters in order while a second lane measures the last of the main models (tools/measure.py) and then
+# The full build: 32 passages of 64 tokens and the fifth model (CONNLAP_FULL=1), on JOBS cores (two). The build
+# executes the chapters in order while a second lane measures the last of the main models (tools/measure.py) and then
 # executes the scorecard, the chapter that measures most (the other corpora, the round trips, the BOS toggles, the
 # fifth model, the confirmation split), for its measurements alone; a report that both lanes ask for is measured
 # once (the cache's lock: the second asker waits, then reads it). One thread per process.
 BOOK_LANE := book/empirical/scorecard.ipynb
 book: install $(FULLSTAMP)
 	@date +'%T make book starts'
-	CONNLAP_FULL=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=line book-build book-measure
+	CONNLAP_FULL=1 OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j$(JOBS) --output-sync=line book-build book-measure
 	@date +'%T make book ends'
 	@echo "book: _build/html/index.html"
 
@@ -61,10 +64,17 @@ book-measure:
 
 # (tests/browser needs the built site and tests/reader a wheel: their own targets run them)
 # (UNIT_LATER: test files left out, make test runs them in a later stage; --durations: the slowest, in the log)
+# (--doctest-modules: the examples in the docstrings of the package, tools/, benchmarks/ and the book's extensions;
+# not tools/hero.py, a script that draws the README's figure when imported)
 unit: install
-	$(PY) -m pytest -q --durations=15 --doctest-modules connlap_lite tests tools/student_edition.py \
-	  tools/colab_edition.py book/_ext/edition_builder.py --ignore=tests/browser --ignore=tests/reader \
-	  --ignore=tests/edition $(foreach f,$(UNIT_LATER),--ignore=$(f))
+	$(PY) -m pytest -q --durations=15 --doctest-modules connlap_lite tests tools benchmarks book/_ext \
+	  --ignore=tests/browser --ignore=tests/reader --ignore=tests/edition --ignore=tools/hero.py \
+	  $(foreach f,$(UNIT_LATER),--ignore=$(f))
+
+# The linter, first in make test: ruff with pyproject.toml's [tool.ruff] rules (ruff check --fix mends some).
+LINTED := connlap_lite tests tools benchmarks book/_ext
+lint: install
+	$(PY) -m ruff check $(LINTED)
 
 NBVAL := $(PY) -m pytest -q --nbval-lax --nbval-current-env --durations=0
 
@@ -199,7 +209,7 @@ colab: colab-edition
 	$(COLAB)/venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/before.txt
 	CONNLAP_LITE_SOURCE=$$(realpath $(COLAB)/wheel/*.whl | sed 's|^|file://|') \
-	  $(COLAB)/venv/bin/python tools/alone.py --jobs 2 --report $(COLAB)/chapters.json --beside benchmarks/results \
+	  $(COLAB)/venv/bin/python tools/alone.py --jobs $(JOBS) --report $(COLAB)/chapters.json --beside benchmarks/results \
 	  $(EDITION)/book/*/*.ipynb; \
 	  status=$$?; cp $(COLAB)/chapters.json benchmarks/results/colab_chapters.json; exit $$status
 	$(COLAB)/venv/bin/python -m pip freeze > $(COLAB)/after.txt
@@ -244,14 +254,14 @@ edition:
 edition-run:
 	CONNLAP_EDITION=$(EDITION) $(PY) -m pytest -q tests/edition --durations=0
 
-# make test's stages on the two cores, ordered by their prerequisites (each target's output printed whole, when it
-# ends): the two lanes of unit tests and notebooks under nbval; after the chapters' lane (every measurement is in
-# the cache by then) the strict build, the Colab edition from it and the browser (the site and the edition's plain
-# HTML); after the unit tests' lane the reader's install, the theory chapters and the later unit tests, then the
-# edition's chapters run without myst-nb. One thread per process while two run: a second OpenMP thread would spin on
-# a core the other process holds.
-test: install chromium
-	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target test-browser test-edition
+# make test: the linter first (make lint: it fails in seconds), then the stages on JOBS cores (two), ordered by their
+# prerequisites (each target's output printed whole, when it ends): the two lanes of unit tests and notebooks under
+# nbval; after the chapters' lane (every measurement is in the cache by then) the strict build, the Colab edition
+# from it and the browser (the site and the edition's plain HTML); after the unit tests' lane the reader's install,
+# the theory chapters and the later unit tests, then the edition's chapters run without myst-nb. One thread per
+# process while two run: a second OpenMP thread would spin on a core the other process holds.
+test: install lint chromium
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j$(JOBS) --output-sync=target test-browser test-edition
 
 test-strict: lane-chapters
 	$(MAKE) --no-print-directory html-strict

@@ -354,6 +354,23 @@ def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)
 
 
+def test_pull_requests_run_make_test_as_the_readme_says():
+    """Every pull request runs `make test` (test.yml), the README's command and .ci/run's, on the README's Python;
+    make test lints first (make lint: ruff, pinned by the test extra), before the lanes."""
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text())
+    on = flow.get("on", flow.get(True))                   # YAML 1.1 reads the key `on` as True
+    assert "pull_request" in on and "workflow_dispatch" in on
+    [job] = flow["jobs"].values()
+    assert job["runs-on"] == "ubuntu-latest" and 0 < job["timeout-minutes"] <= 180
+    python = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+    assert python["with"]["python-version"] == "3.11"
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert "make test" in runs and "make test" in (ROOT / ".ci" / "run").read_text().splitlines()
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^test: install lint ", makefile, re.M), "make test lints first"
+    assert re.search(r"^lint: install\n\t\$\(PY\) -m ruff check \$\(LINTED\)$", makefile, re.M)
+
+
 def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_main():
     """The student edition's Colab badges open the `student` branch: CI builds it with `make student` and
     force-pushes _build/student there, with write access to the repository's contents, on pushes to main only."""

@@ -192,6 +192,16 @@ def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes():
     assert re.search(r"^\$\(FULLSTAMP\): \$\(STAMP\)", MAKEFILE, re.M), "the full install follows make install's"
 
 
+def test_make_install_brings_the_pinned_linter_and_one_variable_counts_the_jobs():
+    """ruff comes with the test extra, pinned exactly (a newer ruff may find what this one passes); the number of
+    jobs side by side (make -j, tools/alone.py --jobs) is the Makefile's JOBS, two unless given."""
+    assert [r for r in EXTRAS["test"] if r.startswith("ruff")] == ["ruff==0.17.6"]
+    assert META["tool"]["ruff"]["line-length"] == 120 and "F" in META["tool"]["ruff"]["lint"]["select"]
+    assert re.search(r"^JOBS \?= 2$", MAKEFILE, re.M)
+    assert not re.findall(r"\s(?:-j ?\d|--jobs[ =]\d)", MAKEFILE), "a job count written out instead of $(JOBS)"
+    assert MAKEFILE.count("-j$(JOBS)") == 2 and "tools/alone.py --jobs $(JOBS)" in MAKEFILE
+
+
 def test_make_floor_finds_a_python_by_its_command_where_pyenv_holds_it():
     """FLOOR_PYTHON=python3.12 where pyenv has 3.12 installed but is set to another version (its shim then
     refuses the command): the Makefile's python_of finds pyenv's own."""
