@@ -53,7 +53,7 @@ def head_transports(model, layer: int) -> HeadTransports:
 
     Chapter: *Reading a real transformer as a connection walk*.
     """
-    adapter = adapter_for(model)
+    adapter = adapter_for(model, _reproduces)
     check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     n_layers = len(adapter.layers(model))
     if integer(layer) is None or not 0 <= integer(layer) < n_layers:     # numpy ints too (operator.index)
@@ -436,7 +436,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
         raise ValueError(f"attention must be one of {', '.join(map(repr, ATTENTION))}, got {attention!r}: "
                          "'logits' builds the attention from the queries and keys the model makes (any attention "
                          "implementation), 'eager' reads the weights of the model's eager attention")
-    adapter = adapter_for(model)
+    adapter = adapter_for(model, _reproduces)
     check_config(model.config, type(model).__name__)     # a model built elsewhere: its heads and layers
     modules = adapter.layers(model)
     if layers is not None and (isinstance(layers, (str, bytes, int)) or not hasattr(layers, "__iter__")):
@@ -482,6 +482,25 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             yield current
             current._release()                          # the forward runs on: only one layer's attention alive
             current = None
+
+
+def _reproduces(model, batch) -> float:
+    """The walk's largest relative miss of the attention module's output over every layer and passage of ``batch``
+    (:func:`connlap_lite.verify.verify`'s measure, which reads this module), or a ValueError naming the first layer
+    that misses by more than verify's tolerance: how :func:`connlap_lite.adapters.adapter_for` checks a model type
+    read through a known layout the first time it is walked."""
+    dtype = next(model.parameters()).dtype
+    tol = 4 * torch.finfo(dtype).eps if dtype in (torch.float16, torch.bfloat16) else 1e-4
+    worst = 0.0
+    for lw in attention_walks(model, batch, progress=False):
+        for i in range(lw.tokens.shape[0]):
+            reference = lw.reference(i).float()
+            miss = float(torch.linalg.norm(lw.walk(i, torch.float32)(lw.section(i).float()) - reference)
+                         / torch.linalg.norm(reference).clamp_min(1e-30))
+            if not miss <= tol:                     # NaN misses too
+                raise ValueError(f"layer {lw.layer}: the walk misses the module's output by {miss:.1e} (> {tol:.0e})")
+            worst = max(worst, miss)
+    return worst
 
 
 def _read_factors(heads: HeadTransports, dtype: torch.dtype) -> torch.Tensor:

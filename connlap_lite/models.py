@@ -35,7 +35,7 @@ import torch
 
 from ._backend import _all_finite
 from ._files import locked, remove, sweep, temporary
-from .adapters import FAMILIES, at_floor, check_transformers
+from .adapters import FAMILIES, at_floor, by_layout, check_transformers, refusal
 from .adapters._linear import is_encoder
 from .nulls import fresh_model
 from .offline import CHUNKED, OFFLINE, PACKAGED, _packaged, assemble, cache_dir, sha256_of
@@ -305,7 +305,9 @@ class ModelRefused(ValueError):
 
 def check_config(config, name: str) -> None:
     """Refuse, from its configuration alone and before any weight is read, a model the package cannot measure:
-    an unsupported family, no attention heads, or query heads that are not a multiple of the key/value heads.
+    no attention heads, or query heads that are not a multiple of the key/value heads.  Its family is not refused
+    here: a model type not in ``FAMILIES`` may have a known weight layout, which only its modules show
+    (:func:`connlap_lite.adapters.adapter_for`; :func:`load_model` builds them without weights to see it).
 
     ``config`` is a transformers config or the dict of a ``config.json`` (checked before transformers reads it,
     which would fail on some of these in its own words).
@@ -320,11 +322,6 @@ def check_config(config, name: str) -> None:
     def get(c, key):
         return c.get(key) if isinstance(c, dict) else getattr(c, key, None)
 
-    kind = get(config, "model_type")
-    if kind not in FAMILIES and (kind is not None or not isinstance(config, dict)):
-        groups = sorted({"/".join(k for k, v in FAMILIES.items() if v is m) for m in FAMILIES.values()})
-        raise ModelRefused(f"model {name!r}: unsupported architecture {kind!r}; supported families: "
-                         f"{', '.join(groups)} (adding one is one adapter: connlap_lite/adapters)")
     text = get(config, "text_config") or config
     heads = next((v for v in (get(text, "num_attention_heads"), get(text, "n_head")) if v is not None), None)
     groups = get(text, "num_key_value_heads") or heads
@@ -460,8 +457,8 @@ def check_loaded(model, info: dict, name: str, file: str, *, only_attention: boo
 
 
 def check_model(model, batch=None) -> None:
-    """Refuse, before any forward pass, what would fail deep inside torch: an unsupported family, a head
-    layout that does not divide (:func:`check_config`), weights on the meta device or not finite
+    """Refuse, before any forward pass, what would fail deep inside torch: a head layout that does not divide
+    (:func:`check_config`), weights on the meta device or not finite
     (:func:`check_weights`), and a batch on the meta device."""
     if not hasattr(model, "named_parameters") or not hasattr(model, "config"):
         return                                      # not a Hugging Face model: the caller's own error says so
@@ -529,8 +526,9 @@ def load_model(name: str, *, device: str = "cpu", dtype: torch.dtype | None = No
 
     An offline model's converted copy that fails to load is rebuilt once; a Hugging Face id is
     looked up in the local cache only when the hub cannot be reached (no retries).  Before any weight is
-    read, the config is checked (a supported family, at least one head, query heads a multiple of the
-    key/value heads: :func:`check_config`) and so is the tokenizer (it must encode text to known tokens).
+    read, the config is checked (at least one head, query heads a multiple of the key/value heads:
+    :func:`check_config`; a model type not in ``FAMILIES``: its modules, built without weights, have a known layout,
+    :func:`connlap_lite.adapters.by_layout`) and so is the tokenizer (it must encode text to known tokens).
     No code of the model's runs: every ``from_pretrained`` passes ``trust_remote_code=False``, and a folder whose
     configuration or tokenizer configuration has an ``auto_map`` is refused by name first (:func:`check_no_code`).
     After loading, a checkpoint that leaves parameters at their initial values (missing from its weights file or of
@@ -619,13 +617,18 @@ def _load(folder: str, extra: dict, *, dtype, random_init: bool, seed: int, devi
     if getattr(config, "auto_map", None):           # a hub id's config (a folder's was read above)
         raise ModelRefused(_code_message(name or folder, "config.json", config.auto_map))
     check_config(config, name or folder)
+    auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
+    if config.model_type not in FAMILIES:           # its modules, built without weights, show whether a layout fits
+        with torch.device("meta"):
+            skeleton = auto.from_config(config, trust_remote_code=False)
+        if by_layout(skeleton) is None:
+            raise ModelRefused(f"model {name or folder!r}: {refusal(config.model_type)}")
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, **extra)
     ids = tokenizer("the model reads this sentence", add_special_tokens=False)["input_ids"]
     if not ids or all(i == tokenizer.unk_token_id for i in ids):     # no vocabulary: nothing, or all unknown
         raise ModelRefused(f"model {name or folder!r}: its tokenizer encodes text to "
                            f"{'no tokens' if not ids else 'unknown tokens only'} (its vocabulary files are missing "
                            "or empty): save the model's own tokenizer into its folder (tokenizer.save_pretrained)")
-    auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     if attn_implementation == "sdpa":       # SDPA through the package's attention function (rebuild.NAME)
         from .rebuild import NAME, register
 

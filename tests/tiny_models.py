@@ -142,7 +142,25 @@ def _configs(vocab: int) -> dict:
     }
 
 
+def _unlisted(vocab: int) -> dict:
+    """``name -> config`` for model types not in ``adapters.FAMILIES`` whose attention has Llama's layout: read
+    through it after a check on the spot (tests/test_unlisted_families.py), never part of ``TESTED``."""
+    import transformers as T
+
+    g = dict(_G, vocab_size=vocab, head_dim=8, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    return {
+        "arcee": lambda: T.ArceeConfig(**g),
+        "seed_oss": lambda: T.SeedOssConfig(**g),                                            # value biases
+        "qwen3_moe": lambda: T.Qwen3MoeConfig(**g, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
+        "exaone4": lambda: T.Exaone4Config(**g, sliding_window=3, layer_types=["sliding_attention",
+                                                                                "full_attention"]),   # post-norm
+        "ernie4_5": lambda: T.Ernie4_5Config(**g),
+        "glm4": lambda: T.Glm4Config(**g, partial_rotary_factor=0.5),               # the attention's output normed
+    }
+
+
 FAMILIES = tuple(_configs(100))
+UNLISTED = tuple(_unlisted(100))
 NEW = FAMILIES[FAMILIES.index("qwen3"):]            # the families the attention interface added
 ENCODERS = ("bert", "roberta", "distilbert", "electra")
 
@@ -155,7 +173,8 @@ def build(name: str, implementation: str = "eager", *, vocab: int = 100, seed: i
 
     torch.manual_seed(seed)
     auto = AutoModel if name in ENCODERS else AutoModelForCausalLM
-    model = auto.from_config(_configs(vocab)[name](), attn_implementation=implementation).eval()
+    config = (_unlisted(vocab) if name in UNLISTED else _configs(vocab))[name]()
+    model = auto.from_config(config, attn_implementation=implementation).eval()
     with torch.no_grad():
         for key, p in model.named_parameters():
             if key.endswith("bias"):

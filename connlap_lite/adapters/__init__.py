@@ -13,6 +13,10 @@ layout but for its fused value map).
 Families (``model_type``): GPT-2; GPT-NeoX (Pythia); BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA;
 DistilBERT; Phi-3; the decoders with ``q/k/v/o_proj`` (Llama, Mistral, Qwen2, Qwen3, Qwen2-MoE, Mixtral,
 OLMo, OLMo2, OLMoE, Granite, Cohere, StableLM, Starcoder2, SmolLM3, Helium, Phi, gpt-oss, Gemma 2, Gemma 3).
+A model type not in ``FAMILIES`` is read through the layout its attention modules have (:func:`by_layout`: Llama's
+``q/k/v/o_proj``, as Arcee, Seed-OSS, Qwen3-MoE, EXAONE 4, ERNIE 4.5 and GLM-4 have), checked the first time it is
+walked against the model's own attention on a few tokens, with an :class:`UntestedFamily` warning; it is refused
+by name when no layout fits or the check fails (:func:`adapter_for`).
 :func:`describe` gives a model's shape in one dict; :func:`is_encoder` says from a config alone whether
 the model attends both ways (the one rule, which loading uses too). The layouts are transformers' from
 :data:`TRANSFORMERS_FLOOR` on: :func:`check_transformers` refuses an older one where a model is first read.
@@ -22,7 +26,8 @@ Chapter: *Reading a real transformer as a connection walk*.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+import warnings
+from functools import lru_cache, partial
 from importlib import metadata
 from types import ModuleType, SimpleNamespace
 from typing import Protocol
@@ -143,15 +148,128 @@ def supported() -> str:
     return ", ".join(sorted("/".join(kinds) for kinds in groups.values()))
 
 
-def adapter_for(model) -> Adapter:
+# The layouts a model type not in FAMILIES may be read through, tried in order: each module's ``matches(model)``
+# recognises its layout from the modules alone (no forward), its ``LAYOUT`` says in words what it looks for.
+LAYOUTS: dict[str, Adapter] = {"llama": llama}
+READ = "_connlap_layout"     # the attribute keeping, on a model of an unlisted type, ``(model_type, checked adapter)``
+
+
+class UntestedFamily(UserWarning):
+    """A model type not among the tested families is read through a known layout, checked on a few tokens only."""
+
+
+def by_layout(model) -> str | None:
+    """The name of the first of :data:`LAYOUTS` that ``model``'s attention modules have, or None.
+
+    >>> from transformers import AutoModelForCausalLM, ArceeConfig, GPTNeoXConfig
+    >>> small = dict(num_hidden_layers=1, num_attention_heads=2, hidden_size=16, intermediate_size=32, vocab_size=50)
+    >>> [by_layout(AutoModelForCausalLM.from_config(c(**small))) for c in (ArceeConfig, GPTNeoXConfig)]
+    ['llama', None]
+    """
+    return next((name for name, layout in LAYOUTS.items() if layout.matches(model)), None)
+
+
+def refusal(kind, what: str = "") -> str:
+    """Why a model of type ``kind`` (``what``: its class, named beside it) whose attention modules have none of
+    :data:`LAYOUTS` is refused, and what to do."""
+    tried = "; ".join(f"{name}: {layout.LAYOUT}" for name, layout in LAYOUTS.items())
+    return (f"unsupported architecture {kind!r}{what}; supported families: {supported()}; a model type not among "
+            f"them is read through a known weight layout, and its attention modules have none ({tried}): add an "
+            "adapter for its layout and its type to FAMILIES (connlap_lite/adapters), or use a supported family")
+
+
+def adapter_for(model, check=None) -> Adapter:
     """The adapter for ``model``'s family (its layout's module, or :func:`extend`'s), or a clear error for an
-    unsupported family."""
+    unsupported family.
+
+    A model type not in ``FAMILIES`` is read through the layout its attention modules have (:func:`by_layout`),
+    and refused (ValueError) naming the layouts tried where none fits.  ``check(model, batch)``, the walk's largest
+    miss of each attention module on ``batch`` (:mod:`connlap_lite.extraction` passes its own, which walks), checks
+    that reading once per model: a miss refuses it, else an :class:`UntestedFamily` warning names the type and its
+    layout, and the adapter checked is kept on the model.  Without ``check`` the layout is read unchecked (shapes:
+    :func:`describe`).
+    """
     check_transformers()
     kind = getattr(getattr(model, "config", None), "model_type", None)
-    if kind not in FAMILIES:
-        raise ValueError(f"unsupported architecture {kind!r} ({type(model).__name__}); "
-                         f"supported families: {supported()}")
-    return FAMILIES[kind]
+    if kind in FAMILIES:
+        return FAMILIES[kind]
+    kept = getattr(model, READ, None)
+    if kept is not None and kept[0] == kind:
+        return kept[1]
+    name = by_layout(model)
+    if name is None:
+        raise ValueError(refusal(kind, f" ({type(model).__name__})"))
+    if check is None:
+        return LAYOUTS[name]
+    setattr(model, READ, (kind, LAYOUTS[name]))     # the check walks the model through it
+    done = False
+    try:
+        batch = _probe(model)
+        worst = check(model, batch)
+        setattr(model, READ, (kind, _with_written(LAYOUTS[name], _written(model, LAYOUTS[name], batch))))
+        done = True
+    except (ValueError, RuntimeError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        raise ValueError(f"model type {kind!r} ({type(model).__name__}) is not among the tested families; its "
+                         f"attention modules have the {name} layout (connlap_lite/adapters/{name}.py), but its walk "
+                         f"read through that layout failed the check against them on a few tokens ({exc}): add an "
+                         "adapter for its layout and its type to FAMILIES (connlap_lite/adapters), or use a supported "
+                         f"family: {supported()}") from exc
+    finally:
+        if not done:
+            delattr(model, READ)
+    warnings.warn(f"model type {kind!r} is untested (not among the families the package's tests build): read through "
+                  f"the {name} layout (connlap_lite/adapters/{name}.py), whose walk reproduces its attention modules "
+                  f"on a few tokens (largest miss {worst:.1e})", UntestedFamily, stacklevel=2)
+    return getattr(model, READ)[1]
+
+
+def _probe(model) -> dict:
+    """A few tokens to check a layout on: two passages of 8 token ids, the second padded after 5."""
+    vocab = getattr(model.config, "vocab_size", None) or model.get_input_embeddings().num_embeddings
+    ids = torch.randint(0, vocab, (2, 8), generator=torch.Generator().manual_seed(0))
+    return {"input_ids": ids, "attention_mask": torch.tensor([[1] * 8, [1] * 5 + [0] * 3])}
+
+
+def _written(model, adapter, batch) -> tuple:
+    """Per layer, the name of the module the attention's output goes into as it is (the norm EXAONE 4 and GLM-4
+    apply to it before the residual sum, as Gemma 2 and OLMo2 do), or None: seen in one forward on ``batch``, as
+    a model type's name cannot say it (the adapter's ``written``, which the rival readings replace the update at)."""
+    names = {m: n for n, m in model.named_modules()}
+    attention = adapter.layers(model)
+    outputs, found = {}, [None] * len(attention)
+
+    def keep(l):
+        return lambda module, args, out: outputs.__setitem__(l, adapter.module_output(model, l, out))
+
+    def take(l, child):
+        def hook(module, args):
+            if found[l] is None and args and l in outputs and args[0] is outputs[l]:
+                found[l] = names[child]
+        return hook
+
+    handles = [a.register_forward_hook(keep(l)) for l, a in enumerate(attention)]
+    for l, a in enumerate(attention):
+        block = model.get_submodule(names[a].rpartition(".")[0])
+        handles += [child.register_forward_pre_hook(take(l, child)) for child in block.children() if child is not a]
+    device = model.get_input_embeddings().weight.device
+    try:
+        with torch.no_grad():
+            model(**{k: v.to(device) for k, v in batch.items()})
+    finally:
+        for h in handles:
+            h.remove()
+    return tuple(found)
+
+
+def _with_written(layout, names: tuple) -> SimpleNamespace:
+    """``layout``'s adapter whose ``written`` is the module named in ``names`` (a name: a copy of the model reads its
+    own module)."""
+    return SimpleNamespace(__name__=layout.__name__, **{f: getattr(layout, f) for f in PROTOCOL},
+                           written=partial(_named, names))
+
+
+def _named(names: tuple, model, layer: int):
+    return None if names[layer] is None else model.get_submodule(names[layer])
 
 
 def describe(model) -> dict:
