@@ -261,7 +261,8 @@ def _verify(args, ap) -> int:
     from .extraction import max_positions
     from .models import load_model
     from .text import passages
-    from .verify import _short, misses, tolerance, verify
+    from .extraction import tolerance
+    from .verify import _short, misses, verify
 
     model, tok = load_model(args.model, device=args.device)
     limit = max_positions(model)

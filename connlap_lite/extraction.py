@@ -284,6 +284,22 @@ class LayerWalks:
         i = self._passage(i)
         return self.output[i][self.tokens[i]]
 
+    def miss(self, i: int) -> tuple[float, str | None]:
+        """How far the walk misses the module's own output on passage ``i``: ``||walk_i(X_i) - out_i|| / ||out_i||``
+        on its real tokens (float32 for half precision), and which of the layer's input, the module's output and
+        the walk first holds NaN or inf (None when all are finite: a forward that overflowed, which no adapter can
+        reproduce). The one measure of :func:`connlap_lite.verify.verify` and of the check of a model type read
+        through a known layout (:func:`connlap_lite.adapters.adapter_for`)."""
+        X = self.section(i)
+        dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
+        reference = self.reference(i).to(dtype)
+        walked = self.walk(i, dtype)(X.to(dtype))
+        broken = next((what for what, t in (("the layer's input", X), ("the module's output", reference),
+                                            ("the walk", walked)) if not bool(torch.isfinite(t).all())), None)
+        miss = float(torch.linalg.norm(walked - reference))
+        scale = float(torch.linalg.norm(reference))
+        return (miss / scale if scale > 0 else miss), broken
+
     def _passage(self, i) -> int:
         B = self.tokens.shape[0]
         if integer(i) is None or not 0 <= integer(i) < B:                  # numpy ints too (operator.index)
@@ -484,19 +500,36 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             current = None
 
 
-def _reproduces(model, batch) -> float:
-    """The walk's largest relative miss of the attention module's output over every layer and passage of ``batch``
-    (:func:`connlap_lite.verify.verify`'s measure, which reads this module), or a ValueError naming the first layer
-    that misses by more than verify's tolerance: how :func:`connlap_lite.adapters.adapter_for` checks a model type
-    read through a known layout the first time it is walked."""
+TOL = 1e-4   # float32 walks reproduce the module to about 1e-7; a misread adapter misses by 1e-1 and more
+
+
+def tolerance(model) -> float:
+    """How far a walk may miss its module's output (:meth:`LayerWalks.miss`): ``1e-4`` for float32 and float64
+    weights.
+
+    In half precision the module's own output is rounded to its dtype (relative error about
+    ``eps / 2``; measured 2e-3 to 3e-3 in bfloat16, 3e-4 to 4e-4 in float16 on tiny models), so the
+    tolerance there is ``4 * eps`` of that dtype: 3.1e-2 for bfloat16, 3.9e-3 for float16, still
+    well below what a misread adapter misses by.
+
+    >>> import torch
+    >>> tolerance(torch.nn.Linear(2, 2)), tolerance(torch.nn.Linear(2, 2).to(torch.bfloat16))
+    (0.0001, 0.03125)
+    """
     dtype = next(model.parameters()).dtype
-    tol = 4 * torch.finfo(dtype).eps if dtype in (torch.float16, torch.bfloat16) else 1e-4
-    worst = 0.0
+    if dtype in (torch.float16, torch.bfloat16):
+        return 4 * torch.finfo(dtype).eps
+    return TOL
+
+
+def _reproduces(model, batch) -> float:
+    """The walk's largest miss (:meth:`LayerWalks.miss`) over every layer and passage of ``batch``, or a ValueError
+    naming the first layer that misses by more than :func:`tolerance`: how :func:`connlap_lite.adapters.adapter_for`
+    checks a model type read through a known layout the first time it is walked."""
+    tol, worst = tolerance(model), 0.0
     for lw in attention_walks(model, batch, progress=False):
         for i in range(lw.tokens.shape[0]):
-            reference = lw.reference(i).float()
-            miss = float(torch.linalg.norm(lw.walk(i, torch.float32)(lw.section(i).float()) - reference)
-                         / torch.linalg.norm(reference).clamp_min(1e-30))
+            miss, _ = lw.miss(i)
             if not miss <= tol:                     # NaN misses too
                 raise ValueError(f"layer {lw.layer}: the walk misses the module's output by {miss:.1e} (> {tol:.0e})")
             worst = max(worst, miss)

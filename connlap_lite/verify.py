@@ -14,29 +14,8 @@ from __future__ import annotations
 import torch
 
 from .adapters import adapter_for
-from .extraction import attention_walks
+from .extraction import attention_walks, tolerance
 from .models import check_model
-
-TOL = 1e-4   # float32 walks reproduce the module to about 1e-7; a misread adapter misses by 1e-1 and more
-
-
-def tolerance(model) -> float:
-    """The default tolerance of :func:`check`: ``1e-4`` for float32 and float64 weights.
-
-    In half precision the module's own output is rounded to its dtype (relative error about
-    ``eps / 2``; measured 2e-3 to 3e-3 in bfloat16, 3e-4 to 4e-4 in float16 on tiny models), so the
-    tolerance there is ``4 * eps`` of that dtype: 3.1e-2 for bfloat16, 3.9e-3 for float16, still
-    well below what a misread adapter misses by.
-
-    >>> import torch
-    >>> tolerance(torch.nn.Linear(2, 2)), tolerance(torch.nn.Linear(2, 2).to(torch.bfloat16))
-    (0.0001, 0.03125)
-    """
-    dtype = next(model.parameters()).dtype
-    if dtype in (torch.float16, torch.bfloat16):
-        return 4 * torch.finfo(dtype).eps
-    return TOL
-
 
 def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
     """Per layer, how far the walk rebuilt by the adapter misses the attention module's own output.
@@ -64,17 +43,8 @@ def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
     for lw in attention_walks(model, batch, layers=layers, progress=progress):
         worst, where, broken = 0.0, 0, None
         for i in range(lw.tokens.shape[0]):
-            X = lw.section(i)
-            dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
-            reference = lw.reference(i).to(dtype)
-            walked = lw.walk(i, dtype)(X.to(dtype))
-            # not finite: the forward itself overflowed (or was given NaN), which no adapter can reproduce
-            for what, t in (("the layer's input", X), ("the module's output", reference), ("the walk", walked)):
-                if broken is None and not bool(torch.isfinite(t).all()):
-                    broken = what
-            miss = walked - reference
-            scale = float(torch.linalg.norm(reference))
-            error = float(torch.linalg.norm(miss)) / scale if scale > 0 else float(torch.linalg.norm(miss))
+            error, nonfinite = lw.miss(i)
+            broken = broken or nonfinite
             if not error <= worst:               # a NaN error is kept: it is the worst
                 worst, where = error, i
         rows.append({"layer": lw.layer, "error": worst, "passage": where, "nonfinite": broken})
@@ -84,7 +54,7 @@ def verify(model, batch, *, layers=None, progress: bool = False) -> list[dict]:
 def check(model, batch, tol: float | None = None, *, layers=None, progress: bool = False) -> list[dict]:
     """:func:`verify`, raising a ValueError that names every layer whose walk misses by more than ``tol``.
 
-    ``tol`` defaults to :func:`tolerance` (``1e-4`` in float32).  Returns :func:`verify`'s rows
+    ``tol`` defaults to :func:`connlap_lite.extraction.tolerance` (``1e-4`` in float32).  Returns :func:`verify`'s rows
     when every layer is within ``tol``.
 
     >>> import torch

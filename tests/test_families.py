@@ -16,7 +16,8 @@ from tiny_models import FAMILIES, NEW, build
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect
 from connlap_lite.adapters import FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe, gpt_neox
-from connlap_lite.verify import check, tolerance, verify
+from connlap_lite.extraction import tolerance
+from connlap_lite.verify import check, verify
 
 TOL = 1e-5
 

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-import tiny_models  # noqa: E402
-from tiny_models import UNLISTED, build  # noqa: E402
+import tiny_models
+from tiny_models import UNLISTED, build
 
-from connlap_lite import attention_walks, stochasticity_defect  # noqa: E402
-from connlap_lite.adapters import FAMILIES, READ, TESTED, UntestedFamily, _probe, _written, adapter_for, llama  # noqa: E402
+from connlap_lite import attention_walks, stochasticity_defect
+from connlap_lite.adapters import FAMILIES, READ, TESTED, UntestedFamily, _probe, _written, adapter_for, llama
 
-from test_families import TOL, clean, rel, unequal_batch  # noqa: E402
+from test_families import TOL, clean, rel, unequal_batch
 
 
 def test_the_unlisted_types_are_neither_listed_nor_tested():
