@@ -17,10 +17,10 @@ PyTorch's fused SDPA attention, and switched to eager attention where a variant 
                  layer's attention and walks adds, the forward waiting at that layer;
 ``walks_eager``  the same with ``attention="eager"`` under eager attention: the attention as the
                  model's eager function returns it (the reference the built one is tested against);
-``metrics``      :func:`connlap_lite.analysis.measure`: the walks plus every per-layer metric the
+``metrics``      :func:`connlap_lite.measure.analysis.measure`: the walks plus every per-layer metric the
                  empirical chapters compute (dense eigen-solves of each passage's walk included);
 ``edges``        the layers' attention and only the edge-transport defects ``measure`` computes
-                 (:func:`connlap_lite.edges.edge_defects` on each layer's heaviest edges): the part of
+                 (:func:`connlap_lite.measure.edges.edge_defects` on each layer's heaviest edges): the part of
                  ``metrics`` that needs a full symmetric eigen-solve per edge;
 ``tl``           TransformerLens ``run_with_cache`` on a bridge around the same GPT-2-shaped model,
                  under eager attention (only where ``transformer_lens`` imports; see ``--tl-python``: its
@@ -74,8 +74,8 @@ def _setup(spec: dict):
     import torch
 
     from connlap_lite import load_model, passages
-    from connlap_lite.adapters import adapter_for
-    from connlap_lite.adapters._linear import is_encoder
+    from connlap_lite.models.adapters import adapter_for
+    from connlap_lite.models.adapters._linear import is_encoder
 
     if "name" in spec:
         model, tok = load_model(spec["name"])
@@ -96,7 +96,7 @@ def _tl_bridge(model):
     from transformer_lens.model_bridge import TransformerBridge
     from transformers import AutoTokenizer
 
-    from connlap_lite.models import _source
+    from connlap_lite.models.load import _source
 
     tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])     # any offline tokenizer: ids are given
     return TransformerBridge.boot_transformers("gpt2", hf_model=model, tokenizer=tok, device="cpu")
@@ -104,15 +104,15 @@ def _tl_bridge(model):
 
 def _variants(names, model, batch, encoder, bridge=None):
     from connlap_lite import attention_walks
-    from connlap_lite.analysis import measure
-    from connlap_lite.extraction import _forward_options
+    from connlap_lite.measure.analysis import measure
+    from connlap_lite.models.extraction import _forward_options
 
     opts = _forward_options(model)
     B = batch["input_ids"].shape[0]
 
     def edges():
-        from connlap_lite import metrics as M
-        from connlap_lite.analysis import _edge_values
+        from connlap_lite.measure import metrics as M
+        from connlap_lite.measure.analysis import _edge_values
 
         sinks = M.sink_columns(batch["input_ids"].shape[1], encoder)
         for lw in attention_walks(model, batch, progress=False):

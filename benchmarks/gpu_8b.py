@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C
 
 from connlap_lite import attention_walks, isometry_defect
-from connlap_lite.footprint import SHAPES
+from connlap_lite.models.footprint import SHAPES
 
-LLAMA3_8B = SHAPES["meta-llama/Meta-Llama-3-8B"][2]      # the published shape (connlap_lite.footprint)
+LLAMA3_8B = SHAPES["meta-llama/Meta-Llama-3-8B"][2]      # the published shape (connlap_lite.models.footprint)
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=8,
             num_key_value_heads=2, vocab_size=512, max_position_embeddings=512)
 

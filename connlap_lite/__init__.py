@@ -1,4 +1,7 @@
-"""connlap_lite: attention as a connection walk, in a few small modules.
+"""connlap_lite: attention as a connection walk, in small modules grouped by wing.
+
+The theory the book teaches sits at the top and imports no wing; each wing is a folder; only the pages (and the
+command line) import ``pages``, and ``measure`` never imports ``known`` (``tests/test_layout.py`` holds the order).
 
 =================  ==================================================
 module             idea
@@ -7,53 +10,39 @@ module             idea
 ``transports``     edge transports: constant, a multi-head mixture kept factored, explicit, in new frames
 ``attention``      reference attention and its walks (the single-head and multi-head theorems)
 ``laplacian``      connection Laplacian, defects, energy, spectra (chapters *Connection Laplacian*, *Reversibility*)
-``models``         loading a model: offline short names, hub ids, folders; random-init nulls
-``offline``        the offline models' packages, pinned files and their checked assembly
-``adapters``       one small module per weight layout (value and output maps)
-``extraction``     streaming a real model's layers as walks (hooks in a context manager)
-``rebuild``        a layer's attention from the model's own queries, keys and mask (attention interface)
-``verify``         does the adapter read a model right: the walk against each module's output
-``text``           token passages from three corpora: technical prose, source code, narrative
-``metrics``        the empirical chapters' metrics, each by its formula (E1-E3)
-``edges``          edge transports read from their factors: singular values, rank-free defects (E2)
-``nulls``          nulls and ablations: rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit
-``stats``          bootstrap intervals, Spearman's rho, Holm's correction
-``analysis``       ``analyze``: every metric of a model against its nulls, cached
-``footprint``      what measuring a model holds in memory, from its configuration alone (no download)
-``rivals``         the rival readings' forwards: update ratios and ablation costs, hooks in a context manager
-``ladder``         E3 on one family's sizes (``connlap ladder``), one model in memory at a time; tiny offline ladders
-``memory``         a measurement refused before it is spent: its estimated peak against the memory available
-``record``         the measurement record's shape (metric names, units, nulls) and the read-only ``Report``
-``verdicts``       the verdict vocabulary, Holm families, the minimum passages and seeds
-``report``         the rules of E1-E3 in force (rules 4 and 5, frozen) and their verdicts
-``rules_history``  the replaced rules of E1-E3 (rules 1 to 3, E2's rule 4), still runnable, and ``RULE_CHANGES``
-``readings``       the rival readings' rules (layers that write little, a dominant direction, the self-loop)
-``synthetic``      synthetic records whose answer is known: the rules' size and power are tested on them
-``scorecard``      the verdict table (robustness, corpora) and the chapters' verdict boxes
-``prose``          numbers into words for the computed paragraphs: ranges, lists, counts
-``known``          five published results about attention, reproduced (the chapter of that name);
-                   a package: ``sinks``, ``stream``, ``distances``, ``report``, ``statements``
-``plots``          the chapters' figures at column width: curves against nulls, verdict grids
-``settings``       the book's settings in one place: the models its chapters measure, their samples
-``edition``        the Colab edition's side: its set-up, and each glued figure or paragraph shown in place
-``findings``       the empirical chapters' computed paragraphs, one module per chapter
-``exercises``      graded exercises: the ``check_*`` functions, one module per part of the book
 ``testing``        what checks share: relative error, random orthogonal matrices
-``toys``           the explorers' toy connections: holonomy on a cycle, the conditions (S), (R), (M) on and off
-``widgets``        interactive explorers (ipywidgets); not imported here:
-                   ``from connlap_lite import widgets``
+``models``         reading real models: ``load`` (offline short names, hub ids, folders), ``offline`` (the packaged
+                   files), ``adapters`` (one small module per weight layout), ``extraction`` (layers streamed as
+                   walks, hooks in a context manager), ``rebuild`` (attention from the model's own queries, keys and
+                   mask), ``verify`` (the walk against each module's output), ``text`` (passages from three
+                   corpora), ``footprint`` and ``memory`` (what a measurement holds, refused before it is spent)
+``measure``        measuring: ``metrics`` (each by its formula, E1-E3), ``edges`` (edge transports from their
+                   factors), ``nulls`` (rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit),
+                   ``stats`` (bootstrap, Spearman, Holm), ``analysis`` (``analyze``: every metric against its nulls),
+                   ``cache``, ``rivals`` (the rival readings' forwards), ``ladder`` (E3 on one family's sizes)
+``verdicts``       judging: ``record`` (the measurement record's shape and the read-only ``Report``), ``words``
+                   (the verdict vocabulary, Holm families, minimum passages and seeds), ``rules`` (E1-E3's rules in
+                   force, frozen), ``history`` (the replaced rules, still runnable, and ``RULE_CHANGES``),
+                   ``readings`` (the rival readings' rules), ``scorecard`` (the verdict table), ``synthetic``
+                   (records whose answer is known: the rules' size and power)
+``known``          five published results about attention, reproduced (the chapter of that name):
+                   ``sinks``, ``stream``, ``distances``, ``report``, ``statements``, ``history``
+``pages``          the book's pages: ``findings`` (each empirical chapter's computed paragraphs), ``boxes`` (the
+                   verdicts in words), ``prose`` (numbers into words), ``plots``, ``edition`` (glued figures and
+                   paragraphs, the Colab edition's set-up), ``settings`` (the book's models and samples),
+                   ``exercises`` (graded ``check_*`` functions), ``toys`` and ``widgets`` (the explorers;
+                   ``from connlap_lite.pages import widgets``)
 =================  ==================================================
 
 Numpy in gives numpy out; torch in gives torch out.
 """
-from .attention import (AttentionWeights, attention_patterns, mha_walk, multi_head_attention,
-                        sha_walk, walk_from_heads)
+from .attention import AttentionWeights, attention_patterns, mha_walk, multi_head_attention, sha_walk, walk_from_heads
 from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
-                        random_walk_connection, reversibility_defect, stationary_distribution,
-                        stochasticity_defect, symmetry_defect)
-from .extraction import LayerWalks, attention_walks, head_transports
-from .models import load_model
-from .text import default_texts, encode, passages
+                        random_walk_connection, reversibility_defect, stationary_distribution, stochasticity_defect,
+                        symmetry_defect)
+from .models.extraction import LayerWalks, attention_walks, head_transports
+from .models.load import load_model
+from .models.text import default_texts, encode, passages
 from .transports import ConstantTransport, EdgeTransport, HeadTransports, MixtureTransport
 from .walks import ConnectionWalk
 

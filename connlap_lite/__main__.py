@@ -11,7 +11,7 @@ The options and output paths are checked before the analysis; every failure ends
 ``error: ...`` line on stderr, which names the option (``--passages``, never a Python parameter), and a
 non-zero exit status (2 for bad options, after the sub-command's own usage line; 1 otherwise).
 ``ladder`` measures one family's sizes alike, one model in memory at a time and resumable from the measurement
-cache, and prints E3's model-level verdict with the power that many sizes give (:mod:`connlap_lite.ladder`).
+cache, and prints E3's model-level verdict with the power that many sizes give (:mod:`connlap_lite.measure.ladder`).
 """
 from __future__ import annotations
 
@@ -96,11 +96,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser,
                             help="one of the three commands below")
     a = sub.add_parser("analyze", help="measure E1/E2 metrics of a model against its nulls")
-    from .offline import OFFLINE                # the model list, written once (the package imports torch anyway)
+    from .models.offline import OFFLINE                # the model list, written once (the package imports torch anyway)
     a.add_argument("model", help=f"offline short name ({', '.join(OFFLINE)}), Hugging Face id or local folder")
     a.add_argument("--random-init", action="store_true", help="measure the randomly initialised model instead")
     a.add_argument("--texts", type=Path, help="a UTF-8 text file; blank lines separate texts (default: --corpus)")
-    from .text import CORPORA
+    from .models.text import CORPORA
     a.add_argument("--corpus", choices=CORPORA, default="pydoc",
                    help="the book's corpora: technical prose, Python source, narrative (default pydoc)")
     a.add_argument("--passages", type=int, default=16, help="number of passages (default 16)")
@@ -141,9 +141,9 @@ def _fail(ap, message: str) -> None:
 
 
 def _check_sizes(args, least: int = 2) -> None:
-    """``--passages`` and ``--tokens`` through the package's one check of them (:func:`connlap_lite.text.check_sizes`),
+    """``--passages`` and ``--tokens`` through the package's one check of them (:func:`connlap_lite.models.text.check_sizes`),
     before any model is loaded, its error naming the options."""
-    from .text import check_sizes
+    from .models.text import check_sizes
 
     try:
         check_sizes(args.passages, args.tokens, least=least)
@@ -172,7 +172,7 @@ def _is_report(path: Path) -> bool:
 
 def _model_folders(model: str) -> list[Path]:
     """The folders that hold ``model``'s own files: a local folder, or an offline model's converted copies."""
-    from .offline import OFFLINE, cache_dir
+    from .models.offline import OFFLINE, cache_dir
 
     folders = [Path(model).expanduser()] if Path(model).expanduser().is_dir() else []
     if model in OFFLINE:
@@ -257,12 +257,12 @@ def _verify(args, ap) -> int:
     if args.tol is not None and not args.tol > 0:
         raise _Usage(f"--tol must be a positive number such as 1e-4, got {args.tol}")
     _check_device(args.device)
-    from .adapters import describe
-    from .extraction import max_positions
-    from .models import load_model
-    from .text import passages
-    from .extraction import tolerance
-    from .verify import _short, misses, verify
+    from .models.adapters import describe
+    from .models.extraction import max_positions
+    from .models.load import load_model
+    from .models.text import passages
+    from .models.extraction import tolerance
+    from .models.verify import _short, misses, verify
 
     model, tok = load_model(args.model, device=args.device)
     limit = max_positions(model)
@@ -287,13 +287,13 @@ def _verify(args, ap) -> int:
 
 
 def _scorecard(args, ap) -> int:
-    """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.report`.
+    """``scorecard REPORT...``: one line per claim and structure, by the rules of :mod:`connlap_lite.verdicts.rules`.
 
-    Each file becomes a :class:`~connlap_lite.record.Report` as it is read, so a malformed one is refused with its
+    Each file becomes a :class:`~connlap_lite.verdicts.record.Report` as it is read, so a malformed one is refused with its
     name and its problems (never a later, unnamed error)."""
     from ._files import regular_file
-    from .scorecard import NEED, one_each, scorecard
-    from .verdicts import check_report
+    from .verdicts.scorecard import NEED, one_each, scorecard
+    from .verdicts.words import check_report
 
     reports, seen = [], {}
     for path in args.reports:
@@ -353,8 +353,8 @@ def _missing(report, claim: str, verdict: dict) -> str:
     >>> print(_missing({"passages": 4, "layers": 12, "conditions": {f"random{s}": {} for s in range(5)}}, "E1", {}))
     4 passages, the rule needs at least 8: run again with --passages 8 or more
     """
-    from .record import random_nulls
-    from .verdicts import MIN_PASSAGES, MIN_SEEDS
+    from .verdicts.record import random_nulls
+    from .verdicts.words import MIN_PASSAGES, MIN_SEEDS
 
     why = []
     if report["passages"] < MIN_PASSAGES:
@@ -368,6 +368,37 @@ def _missing(report, claim: str, verdict: dict) -> str:
         why.append(f"{report['layers']} layers, the rule compares the first and the last third of at least 3 "
                    "(a property of the model: no option raises it)")
     return "; ".join(why) or "too few passages, seeds or layers"
+
+
+def analyze_with_known(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0,
+                       random_init: bool = False, texts: list[str] | None = None, corpus: str = "pydoc",
+                       bos: bool | None = None, split: str = "exploratory", device: str = "cpu",
+                       refresh: bool = False, progress: bool = True, **analysis):
+    """What ``connlap analyze MODEL`` measures: :func:`connlap_lite.measure.analysis.analyze` (E1 to E3's metrics
+    against their nulls) and :func:`connlap_lite.known.known_results` (the chapter *Known results, reproduced*)
+    on one model loaded once, one batch of passages cut once (the asked corpus, BOS setting and split) and one
+    random-init null, ``random_like(model, NULL_SEED)``. Returns the analysis's report with the known results under
+    ``"known_results"``. ``analysis``: further arguments of ``analyze`` (``random_seeds``, ``shuffle``, ...).
+
+    Either report may come from the cache: the model is then loaded only for what is not cached.
+    """
+    from .known.report import known_results
+    from .measure.analysis import analyze
+    from .models.twins import NULL_SEED, random_like
+    from .verdicts.record import Report
+
+    sizes = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
+                 corpus=corpus, bos=bos, split=split, device=device)
+    held: dict = {}
+    report = analyze(name, **sizes, refresh=refresh, progress=progress, keep=held, **analysis)
+    load = None
+    if "model" in held:                             # measured just now: the same model, batch and twin
+        def load():
+            model, twin = held.pop("model"), held.pop("twin", None)
+            return (model, held.pop("tokenizer"), twin if twin is not None else random_like(model, NULL_SEED),
+                    held.pop("passages"))
+    known = known_results(name, **sizes, cache=not refresh, _load=load)
+    return Report({**report.to_dict(), "known_results": known})
 
 
 def _analyze(args, ap) -> int:
@@ -388,13 +419,11 @@ def _analyze(args, ap) -> int:
         _fail(ap, f"--seed must be a nonnegative int, got {args.seed}")
     _check_device(args.device)
     _check_outputs(args, ap)
-    from .analysis import analyze
-    from .record import depth_trend, layer_means, random_nulls
+    from .verdicts.record import depth_trend, layer_means, random_nulls
 
-    # with the chapter *Known results* on the same passages (corpus, BOS, split): the model and its null loaded once
-    report = analyze(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
-                     random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
-                     refresh=args.no_cache, progress=True, known=True)             # a Report, read-only
+    report = analyze_with_known(args.model, n_passages=args.passages, n_tokens=args.tokens, seed=args.seed,
+                                random_init=args.random_init, texts=texts, corpus=args.corpus, device=args.device,
+                                refresh=args.no_cache)                              # a Report, read-only
     main_condition = "random" if args.random_init else "trained"
     print(f"{report['model']}: {report['family']}, {'encoder' if report['encoder'] else 'decoder'}, "
           f"{report['layers']} layers, {report['parameters']:,} parameters, "
@@ -421,7 +450,7 @@ def _analyze(args, ap) -> int:
         print(f"  {r['verdict']:<18} {result}: {label}")
     verdicts = {}
     if not args.random_init and random_nulls(report):
-        from .report import e1, e2                  # the rules of E1 and E2 on this model alone (a table of one)
+        from .verdicts.rules import (e1, e2)                  # the rules of E1 and E2 on this model alone (a table of one)
         verdicts = {"E1": e1(report), "E2": e2(report)}
         x, y = verdicts["E1"], verdicts["E2"]
         print(f"\nE1 ({x['metric']}): {x['verdict']} (late {x['late_trained']:.3f} vs strongest null {x['strongest_null']} "
@@ -445,9 +474,9 @@ def _figures(report, main_condition):
     legend right of the panel (never over the curves), and E1's metric against every null it has."""
     from matplotlib.ticker import MaxNLocator
 
-    from .plots import all_nulls, layer_curves
-    from .record import random_nulls
-    from .report import E1_METRIC
+    from .pages.plots import all_nulls, layer_curves
+    from .verdicts.record import random_nulls
+    from .verdicts.rules import E1_METRIC
 
     def curve(metric):
         import matplotlib.pyplot as plt
@@ -517,7 +546,7 @@ def _ladder(args, ap) -> int:
         if inside:
             _fail(ap, f"--out {args.out} is inside the model folder {inside[0]}; give a folder outside it")
         _writable_folder(args.out, f"--out {args.out}")
-    from .ladder import check_ladder, measure_ladder, summary, verdicts, write
+    from .measure.ladder import check_ladder, measure_ladder, summary, verdicts, write
 
     try:
         check_ladder(args.models)

@@ -10,8 +10,7 @@ import numpy as np
 import torch
 
 from ._backend import check_float_dtype, check_index, check_shape, is_numpy, out, to_tensor
-from .transports import (ConstantTransport, EdgeTransport, FrameChange,
-                         MixtureTransport, Transport)
+from .transports import ConstantTransport, EdgeTransport, FrameChange, MixtureTransport, Transport
 
 
 def _as_transport(transport, d_hint=None) -> Transport:

@@ -31,7 +31,7 @@ def fake_chunked(tmp_path, monkeypatch, module: str, chunk: str, data: list[byte
     offline model ``"fake"``. Returns the ``Chunked`` spec, the whole file and the cache folder to use."""
     import hashlib
 
-    from connlap_lite import offline
+    from connlap_lite.models import offline
 
     for k, blob in enumerate(data, 1):
         pkg = tmp_path / "site" / f"{module}{k}"

@@ -93,19 +93,19 @@ def test_cli_agrees_with_raw_weights(smollm2_report):
 
 
 def test_the_asked_corpus_bos_and_split_reach_every_measurement(tmp_path, monkeypatch):
-    """``analyze(corpus=..., bos=..., known=True)``, what ``connlap analyze MODEL --corpus stdlib`` runs: E1, E2 and
+    """``analyze_with_known(corpus=..., split=...)``, what ``connlap analyze MODEL --corpus stdlib`` runs: E1, E2 and
     the known results read the same passages (the same windows of the asked corpus and split), and the
     known results are those measured on that corpus alone, not pydoc's (they were, whatever the corpus, before
     2026-12-05)."""
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     import tiny_models
-    from connlap_lite import analysis
+    from connlap_lite.__main__ import analyze_with_known
     from connlap_lite.known import known_results
 
     folder = tiny_models.make_folder(tmp_path / "m")
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
     kw = dict(n_passages=2, n_tokens=12, corpus="stdlib", split="confirmation")     # (its tokenizer has no BOS)
-    report = analysis.analyze(str(folder), random_seeds=(0,), shuffle=False, rivals=False, known=True, **kw)
+    report = analyze_with_known(str(folder), random_seeds=(0,), shuffle=False, rivals=False, **kw)
     known = report["known_results"]
     assert (report["corpus"], known["corpus"]) == ("stdlib", "stdlib")
     assert known["bos"] is report["bos"] is None and known["split"] == report["split"] == "confirmation"
@@ -118,18 +118,21 @@ def test_the_asked_corpus_bos_and_split_reach_every_measurement(tmp_path, monkey
 
 
 def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp_path, monkeypatch):
-    """``analyze(known=True)`` (what the command line runs) loads the model once and builds the random-init null
+    """``analyze_with_known`` (what the command line runs) loads the model once and builds the random-init null
     ``random_like(model, 1000)`` once for both chapters, and its known results are those measured on their own."""
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     import tiny_models
-    from connlap_lite import analysis, models, nulls
+    from connlap_lite.__main__ import analyze_with_known
+    from connlap_lite.measure import analysis
+    from connlap_lite.models import load as models
+    from connlap_lite.models import twins
     from connlap_lite.known import known_results
     from connlap_lite.known import report as known_report
 
     folder = tiny_models.make_folder(tmp_path / "m")
     monkeypatch.setenv("CONNLAP_CACHE", str(tmp_path / "cache"))
     loads, nulls_built = [], []
-    real_load, real_like = models.load_model, nulls.random_like
+    real_load, real_like = models.load_model, twins.random_like
 
     def load(*a, **kw):
         loads.append(a)
@@ -141,9 +144,9 @@ def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp
     for module in (analysis, known_report):
         monkeypatch.setattr(module, "load_model", load)
     monkeypatch.setattr(analysis, "random_like", like)
-    monkeypatch.setattr(nulls, "random_like", like)
+    monkeypatch.setattr(twins, "random_like", like)
     kw = dict(n_passages=2, n_tokens=12, texts=["a walk on tokens. " * 40])
-    report = analysis.analyze(str(folder), random_seeds=(0, 1), shuffle=False, known=True, **kw)
+    report = analyze_with_known(str(folder), random_seeds=(0, 1), shuffle=False, **kw)
     # (seed 1's twin is built for its transports, E2's data null, and again for its own condition)
     assert len(loads) == 1 and nulls_built == [1000, 1001, 1001]
     alone = known_results(str(folder), cache=False, **kw)
@@ -151,5 +154,5 @@ def test_analyze_with_known_results_loads_the_model_and_builds_its_null_once(tmp
     assert report["known_results"]["verdicts"] == alone["verdicts"]
     assert "known_results" not in json.loads(next((tmp_path / "cache" / "measurements").glob("*.json")).read_text())
     loads.clear()
-    again = analysis.analyze(str(folder), random_seeds=(0, 1), shuffle=False, known=True, **kw)   # both cached
+    again = analyze_with_known(str(folder), random_seeds=(0, 1), shuffle=False, **kw)   # both cached
     assert loads == [] and again["known_results"]["conditions"] == alone["conditions"]

@@ -13,18 +13,18 @@ import pytest
 import torch
 
 import connlap_lite as C
-from connlap_lite import analysis as A
-from connlap_lite import edges
-from connlap_lite import metrics as M
-from connlap_lite import models
-from connlap_lite import nulls
-from connlap_lite import record
-from connlap_lite import report as RP
-from connlap_lite import rules_history
-from connlap_lite import scorecard as S
-from connlap_lite import stats
-from connlap_lite import text as T
-from connlap_lite import verdicts
+from connlap_lite.measure import analysis as A
+from connlap_lite.measure import edges
+from connlap_lite.measure import metrics as M
+from connlap_lite.models import load as models
+from connlap_lite.measure import nulls
+from connlap_lite.verdicts import record
+from connlap_lite.verdicts import rules as RP
+from connlap_lite.verdicts import history as rules_history
+from connlap_lite.verdicts import scorecard as S
+from connlap_lite.measure import stats
+from connlap_lite.models import text as T
+from connlap_lite.verdicts import words as verdicts
 from connlap_lite.transports import ConstantTransport, EdgeTransport, MixtureTransport
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -367,7 +367,7 @@ MODELS = [
 
 # ------------------------------------------------------------------ widgets: a slider never shows another value
 def _widgets():
-    from connlap_lite import widgets
+    from connlap_lite.pages import widgets
     return widgets
 
 
@@ -549,7 +549,7 @@ def _with_memory(free: int, fn):
     """``fn()`` on a machine with ``free`` bytes available."""
     from unittest import mock
 
-    from connlap_lite import memory
+    from connlap_lite.models import memory
 
     with mock.patch.object(memory, "available_bytes", lambda device="cpu": free):
         return fn()
@@ -628,12 +628,12 @@ def _on_meta(m):
 
 
 ANALYSIS = [
-    ("verify overflow", lambda m: __import__("connlap_lite.verify", fromlist=["check"]).check(_overflowing(m), IDS),
+    ("verify overflow", lambda m: __import__("connlap_lite.models.verify", fromlist=["check"]).check(_overflowing(m), IDS),
      ValueError,
      r"layer 1 of llama: the module's output holds NaN or inf .* not the adapter's error\): check the scale"),
     ("measure on the meta device", lambda m: A.measure(_on_meta(m), {"input_ids": IDS}, encoder=False), ValueError,
      "its weights are on the meta device .* load it with load_model or from_pretrained onto 'cpu'"),
-    ("verify a meta batch", lambda m: __import__("connlap_lite.verify", fromlist=["verify"]).verify(m, IDS.to("meta")),
+    ("verify a meta batch", lambda m: __import__("connlap_lite.models.verify", fromlist=["verify"]).verify(m, IDS.to("meta")),
      ValueError, "batch is on the meta device .* give real token ids"),
     ("name None", lambda m: A.analyze(None), TypeError, "name must be a model short name"),
     ("n_passages one", lambda m: A.analyze("minilm-l6", n_passages=1), ValueError, "n_passages must be at least 2"),

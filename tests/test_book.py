@@ -109,7 +109,7 @@ def test_empirical_pages_state_the_corpora_and_their_digests(path):
     """Every page that measures passages names the corpora they come from (those its code measures, and only
     those) by the digests of the package data."""
     import colab_cells
-    from connlap_lite import text
+    from connlap_lite.models import text
 
     nb = load(path)
     first = cells(nb, "markdown")[0]
@@ -442,17 +442,17 @@ VERDICT_CHAPTERS = sorted(set(EMPIRICAL) | {p for p in NOTEBOOKS
                                             if re.search(r"^:::\{admonition\} Verdict", "\n".join(cells(load(p), "markdown")), re.M)})
 
 
-FINDINGS_IMPORT = re.compile(r"from connlap_lite\.findings import (\w+)|connlap_lite\.findings\.(\w+)")
+FINDINGS_IMPORT = re.compile(r"from connlap_lite\.pages\.findings import (\w+)|connlap_lite\.pages\.findings\.(\w+)")
 
 
 def glued_keys(code: str) -> set:
     """The names a notebook's code glues: each literal ``glue``/``glue_verdict``/``glue_figure`` call's, and the
-    ``KEYS`` of every ``connlap_lite.findings`` module it uses (the chapter's one glue cell glues them all)."""
+    ``KEYS`` of every ``connlap_lite.pages.findings`` module it uses (the chapter's one glue cell glues them all)."""
     import ast
 
     keys = set(re.findall(r"\b(?:glue|glue_verdict|glue_figure)\(\s*[\"']([^\"']+)[\"']", code))
     for mod in {a or b for a, b in FINDINGS_IMPORT.findall(code)}:
-        tree = ast.parse((ROOT / "connlap_lite" / "findings" / f"{mod}.py").read_text())
+        tree = ast.parse((ROOT / "connlap_lite" / "pages" / "findings" / f"{mod}.py").read_text())
         keys |= {k for node in tree.body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "KEYS" for t in node.targets)
                  for k in ast.literal_eval(node.value)}
@@ -472,7 +472,7 @@ def test_empirical_chapter_opens_with_a_computed_verdict_box(path):
     assert not re.search(r"\b(holds|does not|partly|inconclusive)\b", opening), \
         f"{path.name}: the box's verdict words come from the computation, not typed into the box"
     code = "\n".join(cells(nb, "code"))
-    assert keys[0] in glued_keys(code), f"{path.name}: no cell glues {keys[0]!r} (scorecard.glue_verdict)"
+    assert keys[0] in glued_keys(code), f"{path.name}: no cell glues {keys[0]!r} (edition.glue_verdict)"
 
 
 @pytest.mark.parametrize("path", EMPIRICAL, ids=lambda p: p.stem)
@@ -498,7 +498,7 @@ def test_every_glued_key_the_text_pastes_is_glued_by_the_notebook(path):
     glued = glued_keys(code)
     assert pasted <= glued, f"{path.name} pastes {sorted(pasted - glued)} that no cell glues"
     assert not re.search(r"\{glue:text\}`[^`]+`", md) or "glue(" in code, \
-        f"{path.name}: glue:text pastes text/plain; scorecard.glue_verdict glues Markdown, paste it with glue:md"
+        f"{path.name}: glue:text pastes text/plain; edition.glue_verdict glues Markdown, paste it with glue:md"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -520,7 +520,7 @@ def test_chapter_reads_in_the_book_order(path):
 # the ones whose figures are captioned; a chapter joins the list once its figures are.
 CAPTIONED = NOTEBOOKS   # every figure of the book, every chapter
 DRAWS = re.compile(r"\bplt\.(?:show|subplots|figure)\(|\b\w+_figure\(")
-# myst-nb's glue(key, fig) or plots.glue_figure(key, fig), the package's helper that calls it
+# myst-nb's glue(key, fig) or edition.glue_figure(key, fig), the package's helper that calls it
 GLUED_FIGURE = re.compile(r"\b(?:glue|glue_figure)\(\s*[\"']([\w.-]+)[\"']\s*,")
 
 
@@ -597,7 +597,7 @@ def uncaptioned():
 def test_the_preface_previews_the_computed_verdicts():
     """The preface shows the scorecard's grid as this build computed it (myst-nb pastes a figure another page
     glued: ```{glue} key``` with :doc:), and types no verdict word itself."""
-    from connlap_lite.verdicts import VERDICTS
+    from connlap_lite.verdicts.words import VERDICTS
 
     intro = (ROOT / "book" / "intro.md").read_text()
     pastes = re.findall(r"^```\{glue\} (\S+)\n:doc: (\S+)\n```$", intro, re.M)
@@ -711,12 +711,12 @@ def test_set_up_cell_is_folded_or_fits_the_column(path, request):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_no_cell_hands_the_page_a_sentence_built_in_the_cell(path):
-    """What builds sentences lives in the package (connlap_lite.findings): no code cell passes an f-string to
+    """What builds sentences lives in the package (connlap_lite.pages.findings): no code cell passes an f-string to
     glue_verdict."""
     for k, c in enumerate(load(path)["cells"]):
         src = "".join(c["source"])
         assert c["cell_type"] != "code" or not re.search(r"\bglue_verdict\(\s*[\"'][\w-]+[\"']\s*,\s*f[\"']", src), \
-            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.findings"
+            f"{path.name}, cell {k}: a sentence built on the page; build it in connlap_lite.pages.findings"
 
 
 def test_the_not_yet_readable_list_names_existing_notebooks():

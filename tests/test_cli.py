@@ -276,7 +276,7 @@ def test_verify_a_gpt_neox_model_in_process(neox_folder, tmp_path, monkeypatch, 
 def test_verify_fails_on_a_misread_architecture(neox_folder, tmp_path, monkeypatch, capsys):
     """NeoX's head-interleaved fused qkv read as GPT-2's (all values in its last third): every layer misses."""
     from connlap_lite.__main__ import main
-    from connlap_lite.adapters import gpt_neox
+    from connlap_lite.models.adapters import gpt_neox
 
     def gpt2_style(model, layer):
         a = model.gpt_neox.layers[layer].attention

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import connlap_lite
-from connlap_lite import adapters
-from connlap_lite.offline import OFFLINE
+from connlap_lite.models import adapters
+from connlap_lite.models.offline import OFFLINE
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -122,7 +122,7 @@ import numpy as np
 import connlap_lite                                          # the theory imports and runs
 from connlap_lite.laplacian import stochasticity_defect
 print("theory", stochasticity_defect(np.full((3, 3), 1 / 3)) < 1e-12)
-for call in (lambda: connlap_lite.load_model("minilm-l6"), lambda: connlap_lite.adapters.adapter_for(None)):
+for call in (lambda: connlap_lite.load_model("minilm-l6"), lambda: connlap_lite.models.adapters.adapter_for(None)):
     try:
         call()
     except ImportError as exc:

@@ -1,4 +1,4 @@
-"""Graded exercises (connlap_lite.exercises) and the teacher's kit: every exercise states its level and
+"""Graded exercises (connlap_lite.pages.exercises) and the teacher's kit: every exercise states its level and
 minutes, every graded one its points and three hint tiers apart from its solution; every solution in the
 book passes its checker, every student stub fails it with a clear message; checkers name common mistakes,
 refuse the package's own answer and never spell the solution; the student edition ships without the
@@ -18,15 +18,15 @@ import yaml
 
 import conftest
 
-from connlap_lite import exercises as E
-from connlap_lite.exercises import ExerciseFailed
+from connlap_lite.pages import exercises as E
+from connlap_lite.pages.exercises import ExerciseFailed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import student_edition as SE  # (a build tool, tools/student_edition.py)
 from student_edition import main as student_main
 from student_edition import split_check, stub_source, student_edition, student_notebook
 
-from connlap_lite.exercises import _key, _reference
+from connlap_lite.pages.exercises import _key, _reference
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -191,7 +191,7 @@ def test_a_lookup_of_the_shipped_answers_fails_every_graded_check(tmp_path, caps
 
 def test_graded_check_needs_the_teachers_references(monkeypatch):
     """Without exercises._reference (the student edition) a graded check refuses, naming where to grade."""
-    monkeypatch.setitem(sys.modules, "connlap_lite.exercises._reference", None)        # import fails
+    monkeypatch.setitem(sys.modules, "connlap_lite.pages.exercises._reference", None)        # import fails
     monkeypatch.delattr(E, "_reference", raising=False)
     with pytest.raises(RuntimeError, match=r"graded=True\) grades on cases drawn now.*nbgrader's autograde"):
         E.check_holonomy(lambda T, cycle: np.eye(T.shape[-1]), graded=True)
@@ -372,7 +372,7 @@ def test_checker_messages_and_docstrings_do_not_spell_the_solution(path, label, 
         checker(lambda *args: np.zeros(7))
     shipped = str(failure.value) + (checker.__doc__ or "")
     for module in ("_runner", "_key", "theory", "real_models", "empirical", "interactive", "__init__"):
-        shipped += (ROOT / "connlap_lite" / "exercises" / f"{module}.py").read_text(encoding="utf-8")
+        shipped += (ROOT / "connlap_lite" / "pages" / "exercises" / f"{module}.py").read_text(encoding="utf-8")
     for line in solution_lines(split_check(code)[0]):
         assert line not in shipped, f"{label}: the shipped checker code or its message holds {line!r}"
 
@@ -416,8 +416,8 @@ def test_checker_passes_on_numpy_and_torch_answers(capsys):
 
 def test_slope_reference_is_the_scorecards_bootstrap():
     """The indices handed to the reader replay report.scale_slope's own draws."""
-    from connlap_lite.rules_history import scale_slope
-    from connlap_lite.exercises.empirical import _boot_indices
+    from connlap_lite.verdicts.history import scale_slope
+    from connlap_lite.pages.exercises.empirical import _boot_indices
 
     rng = np.random.default_rng(0)
     params, values = 10 ** np.array([7.5, 8.1, 8.9]), rng.uniform(size=(3, 6))
@@ -430,8 +430,8 @@ def test_slope_reference_is_the_scorecards_bootstrap():
 
 def test_scorecard_exercises_ask_for_the_rules_in_force():
     """Holm's adjustment and the paired p-value against every null are the ones report's rules use."""
-    from connlap_lite import stats
-    from connlap_lite.stats import _draws
+    from connlap_lite.measure import stats
+    from connlap_lite.measure.stats import _draws
 
     family = [0.04, 0.01, 0.03, 0.2]
     assert _reference.REFERENCES["check_holm"](family) == stats.holm(family)
@@ -511,14 +511,14 @@ def test_student_edition_empties_solutions_and_leaves_the_book_alone(student):
 
 def test_student_package_ships_the_answers_not_the_key(student):
     tree, _, _ = student
-    package = tree / "connlap_lite" / "exercises"
+    package = tree / "connlap_lite" / "pages" / "exercises"
     assert not (package / "_reference.py").exists() and (package / "answers.npz").is_file()
     assert '"*" = ["py.typed", "answers.npz"]' in (tree / "pyproject.toml").read_text(encoding="utf-8")
     good = "def f(P, T, f):\n    return np.einsum('ij,ijab,jb->ia', P, T, f)\n"
     script = "\n".join([
         "import numpy as np, importlib.util",
-        "from connlap_lite.exercises import check_apply_walk, check_holm, ExerciseFailed",
-        "assert importlib.util.find_spec('connlap_lite.exercises._reference') is None",
+        "from connlap_lite.pages.exercises import check_apply_walk, check_holm, ExerciseFailed",
+        "assert importlib.util.find_spec('connlap_lite.pages.exercises._reference') is None",
         good, "check_apply_walk(f)",
         "try:\n    check_apply_walk(lambda P, T, f: np.einsum('ij,ijba,jb->ia', P, T, f))\n"
         "except ExerciseFailed as e:\n    print('FAILED', str(e).splitlines()[-2])",
@@ -546,7 +546,7 @@ def test_student_branch_installs_the_answers_without_the_key(student, tmp_path):
                           str(tmp_path), str(tree)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     names = zipfile.ZipFile(next(tmp_path.glob("connlap_lite-*.whl"))).namelist()
-    assert "connlap_lite/exercises/answers.npz" in names and "connlap_lite/exercises/theory.py" in names
+    assert "connlap_lite/pages/exercises/answers.npz" in names and "connlap_lite/pages/exercises/theory.py" in names
     assert not any(n.endswith("_reference.py") for n in names)
 
 
@@ -661,7 +661,7 @@ def test_grading_runs_the_graded_check_which_a_lookup_fails(student, tmp_path):
     for cell in nb["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("solution"):
             name = re.search(r"^def (\w+)", src(cell), re.M)[1]
-            cell["source"] = src(cell) + (f"\nimport numpy as np\nfrom connlap_lite.exercises import _key\n"
+            cell["source"] = src(cell) + (f"\nimport numpy as np\nfrom connlap_lite.pages.exercises import _key\n"
                               f"KEY = dict(np.load({str(tree / SE.KEY)!r}))\n"
                               f"def {name}(*args):\n"
                               f"    hit = [k for k, v in KEY.items() if k.endswith('/inputs') and str(v) == _key.fingerprint(args)]\n"

@@ -11,7 +11,7 @@ from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3Tex
                           LlamaConfig, MistralConfig, Qwen2Config)
 
 from connlap_lite import ConnectionWalk, attention_walks, head_transports
-from connlap_lite.adapters import adapter_for
+from connlap_lite.models.adapters import adapter_for
 
 CONFIGS = {
     "gpt2": lambda: GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=100, n_positions=64,

@@ -14,10 +14,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import tiny_models
 from tiny_models import FAMILIES, NEW, build
 
-from connlap_lite import ConnectionWalk, attention_walks, head_transports, rebuild, stochasticity_defect
-from connlap_lite.adapters import FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe, gpt_neox
-from connlap_lite.extraction import tolerance
-from connlap_lite.verify import check, verify
+from connlap_lite import ConnectionWalk, attention_walks, head_transports, stochasticity_defect
+from connlap_lite.models import rebuild
+from connlap_lite.models.adapters import (FAMILIES as ADAPTERS, PROTOCOL, TESTED, Adapter, adapter_for, describe,
+                                          gpt_neox)
+from connlap_lite.models.extraction import tolerance
+from connlap_lite.models.verify import check, verify
 
 TOL = 1e-5
 
@@ -248,7 +250,7 @@ def test_every_model_type_has_an_adapter_with_the_whole_protocol():
 def test_norm_gains():
     """The gain folded into the heads is the norm feeding the attention: pre-norm weight, Gemma's 1 + w, none
     where the norm has no weight (OLMo) or there is no pre-norm (OLMo2), post-norm the previous layer's."""
-    from connlap_lite.adapters import bert, distilbert, llama
+    from connlap_lite.models.adapters import bert, distilbert, llama
 
     gemma = build("gemma2")
     assert torch.equal(llama.norm_gain(gemma, 1), 1 + gemma.model.layers[1].input_layernorm.weight)

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports, reversibility_defect, stationary_distribution
-from connlap_lite import edges
+from connlap_lite.measure import edges
 from connlap_lite import laplacian as L
-from connlap_lite import metrics as M
-from connlap_lite import nulls
+from connlap_lite.measure import metrics as M
+from connlap_lite.measure import nulls
 from connlap_lite.testing import rel
 
 F64 = torch.float64

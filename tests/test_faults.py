@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from connlap_lite import _files, models, offline
+from connlap_lite import _files
+from connlap_lite.models import load as models, offline
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tiny_models
@@ -246,7 +247,7 @@ def test_stale_parts_are_swept_and_a_corrupt_copy_rebuilt(chunks):
 
 def test_concurrent_assembly(chunks, tmp_path):
     spec, whole, folder = chunks
-    code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite import offline; "
+    code = ("import sys; sys.path.insert(0, {site!r}); from connlap_lite.models import offline; "
             "offline.OFFLINE['fake'] = 'x'; "
             "spec = offline.Chunked('fakechunk{{k}}', 'data/piece{{j:02d}}.bin', 3, {size}, {sha!r}, 'fake.gguf'); "
             "print(offline.assemble(spec, 'fake', folder={folder!r}))").format(
@@ -278,7 +279,7 @@ def tiny_report_args():
 
 
 def _analyze(folder, **kw):
-    from connlap_lite.analysis import analyze
+    from connlap_lite.measure.analysis import analyze
     return analyze(str(folder), **kw)
 
 
@@ -321,7 +322,8 @@ def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_
 def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
     """The key carries the corpus's digest: a report measured on one text is never read back for another (the
     corpora once came with the running Python, and a chapter's by-hand check then failed under another)."""
-    from connlap_lite import analysis, text
+    from connlap_lite.measure import analysis
+    from connlap_lite.models import text
     reports = []
     for words in ("a walk on tokens. ", "another text of other words. "):
         texts = [words * 40]
@@ -336,7 +338,7 @@ def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
 
 _MEASURE_ONCE = """
 import json, os, sys, time
-from connlap_lite import _cache
+from connlap_lite.measure import cache as _cache
 def compute():
     with open(sys.argv[1], "a") as f:            # every measurement leaves a line
         f.write("measured\\n")
@@ -359,8 +361,8 @@ def test_two_processes_that_ask_for_one_report_measure_it_once(cache, tmp_path):
 
 
 def test_offline_names_keep_their_cache_key():
-    from connlap_lite._cache import folder_identity, key, path
-    from connlap_lite.analysis import SCHEMA
+    from connlap_lite.measure.cache import folder_identity, key, path
+    from connlap_lite.measure.analysis import SCHEMA
     assert folder_identity("smollm2-135m") is None
     args = dict(n_passages=16, n_tokens=128, seed=0, random_seeds=[0, 1], shuffle=True, random_init=False,
                 q4=False, texts=None, corpus="pydoc")
@@ -477,7 +479,7 @@ def test_concurrent_report_writers_never_show_a_partial_file(tmp_path):
 # ------------------------------------------------------------------ the report survives its cache
 CHILD = r"""
 import json, sys, warnings
-from connlap_lite.analysis import analyze
+from connlap_lite.measure.analysis import analyze
 from connlap_lite.known import known_results
 kw = json.loads(sys.argv[2])
 with warnings.catch_warnings(record=True) as caught:
@@ -688,7 +690,7 @@ def test_an_offline_model_loads_from_its_source_when_the_cache_cannot_be_written
         assert weights_sum(model) == weights_sum(models.load_model(str(tiny_folder))[0])
         return
     code = ("import sys, warnings; sys.path.insert(0, {tests!r}); import tiny_models; from pathlib import Path; "
-            "from connlap_lite import models; tiny_models.register(models, Path({folder!r})); "
+            "from connlap_lite.models import load as models; tiny_models.register(models, Path({folder!r})); "
             "warnings.simplefilter('always'); models.load_model('fake-tiny'); print('loaded')").format(
         tests=str(Path(__file__).parent), folder=str(tiny_folder))
     proc = subprocess.run(_under_fsize_limit(4096, code), env=_child_env(cache), capture_output=True, text=True,
@@ -833,7 +835,7 @@ def test_figures_inside_the_model_are_refused(tiny_folder, texts_file, cache, ca
 # ------------------------------------------------------------------ memory
 def test_memory_is_refused_before_the_forward_and_nothing_is_cached(tiny_folder, texts_file, tmp_path, cache,
                                                                    monkeypatch, capsys):
-    from connlap_lite import extraction, memory
+    from connlap_lite.models import extraction, memory
     from connlap_lite.__main__ import main
     monkeypatch.setattr(memory, "available_bytes", lambda device="cpu": 10 ** 6)
     forwards = []
@@ -848,7 +850,8 @@ def test_memory_is_refused_before_the_forward_and_nothing_is_cached(tiny_folder,
 PEAK = r"""
 import json, sys, torch
 from transformers import AutoModelForCausalLM, LlamaConfig
-from connlap_lite import analysis, memory
+from connlap_lite.measure import analysis
+from connlap_lite.models import memory
 B, n = int(sys.argv[1]), int(sys.argv[2])
 torch.manual_seed(0)
 config = LlamaConfig(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
@@ -877,7 +880,7 @@ def test_the_memory_estimate_bounds_the_real_peak(B, n, tmp_path):
     """measure's estimate (memory.peak_bytes, what check_memory refuses by) against the resident memory the
     measurement adds at its peak on a tiny model, whose attention and walks dominate: an upper bound, within
     memory.FACTOR."""
-    from connlap_lite import memory
+    from connlap_lite.models import memory
     if not os.access("/proc/self/clear_refs", os.W_OK):
         pytest.skip("no /proc/self/clear_refs here: the peak cannot be reset")
     proc = subprocess.run([sys.executable, "-c", PEAK, str(B), str(n)], env=_child_env(tmp_path / "cache"),

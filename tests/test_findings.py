@@ -1,16 +1,17 @@
-"""The chapters' computed paragraphs (connlap_lite.findings) on synthetic reports whose answer is known:
+"""The chapters' computed paragraphs (connlap_lite.pages.findings) on synthetic reports whose answer is known:
 every key is written, the verdict words are the rows', and a sentence changes when the data do."""
 import re
 
 import numpy as np
 import pytest
 
-from connlap_lite import record
-from connlap_lite import report as R
-from connlap_lite import scorecard as S
-from connlap_lite.findings import e1 as F1
-from connlap_lite.findings import e2 as F2
-from connlap_lite.findings import scorecard as FS
+from connlap_lite.verdicts import record
+from connlap_lite.verdicts import rules as R
+from connlap_lite.verdicts import scorecard as S
+from connlap_lite.pages import boxes as BX
+from connlap_lite.pages.findings import e1 as F1
+from connlap_lite.pages.findings import e2 as F2
+from connlap_lite.pages.findings import scorecard as FS
 
 L, B, H = 7, 8, 3
 WALK = ("sink", "uniform_dist", "rev", "rev_nosink", "cross", "cross_nosink", "input_dependence_nosink")
@@ -97,11 +98,11 @@ def test_e1_verdict_words_are_the_rows(e1_book):
     box, folded = says["e1_verdict"].split("```{dropdown}")
     for r in rows:
         if r["claim"] == "E1":
-            assert f"- on {S._on(r)}: **{r['verdict']}**" in box
+            assert f"- on {BX._on(r)}: **{r['verdict']}**" in box
             for x in r["per_model"]:             # each model named under its own word in the opening
                 assert re.search(rf"\*{re.escape(x['verdict'])}\* on [^;.]*\b{x['model']}\b", says["e1_summary"])
     # plain words in the box; the metric's identifier and the per-metric counts folded below them
-    assert box.startswith(f"**{S.CLAIM_WORDS['E1']}**, judged by {S.METRIC_WORDS['tv_norm_nosink']}:")
+    assert box.startswith(f"**{BX.CLAIM_WORDS['E1']}**, judged by {BX.METRIC_WORDS['tv_norm_nosink']}:")
     assert "`" not in box and "_" not in box.replace("**", "")
     assert "`tv_norm_nosink`" in folded and f"table of {len(grid)} model-metric pairs" in folded
     holds = sum(row["verdict"] == "holds" for row in grid.values())
@@ -111,16 +112,16 @@ def test_e1_verdict_words_are_the_rows(e1_book):
 def test_verdict_box_names_every_claim_and_metric_in_plain_words(e1_book):
     _, rows, *_ = e1_book
     for claim in ("E1", "E2", "E3"):
-        box = S.verdict_box(rows, claim).split("```{dropdown}")[0]
-        assert box.startswith(f"**{S.CLAIM_WORDS[claim]}**") and "`" not in box
+        box = BX.verdict_box(rows, claim).split("```{dropdown}")[0]
+        assert box.startswith(f"**{BX.CLAIM_WORDS[claim]}**") and "`" not in box
         mine = [r for r in rows if r["claim"] == claim]
-        assert all(S.METRIC_WORDS[r["metric"]] in box and f"**{r['verdict']}**" in box for r in mine)
-    e3 = S.verdict_box(rows, "E3")
+        assert all(BX.METRIC_WORDS[r["metric"]] in box and f"**{r['verdict']}**" in box for r in mine)
+    e3 = BX.verdict_box(rows, "E3")
     assert e3.count("- judged by ") == len(S.E3_METRICS)             # one line per metric, both structures on it
     with pytest.raises(ValueError, match="METRIC_WORDS"):
-        S.verdict_box([dict(rows[0], metric="new_metric")], "E1")
+        BX.verdict_box([dict(rows[0], metric="new_metric")], "E1")
     with pytest.raises(ValueError, match="no row"):
-        S.verdict_box(rows, "E4")
+        BX.verdict_box(rows, "E4")
 
 
 def test_e1_sentences_follow_the_data(e1_book):
@@ -369,7 +370,7 @@ def test_e3_step_reads_each_metric_where_both_reports_measured_it():
     """The full build's within-family step (0.5B -> 1.5B): E2's data defect is measured in the trained condition
     only, so it has no random-init change (the full build's E3 page failed on it, 2026-12-05); the step's sentence
     is written from what there is."""
-    from connlap_lite.findings import e3 as F3
+    from connlap_lite.pages.findings import e3 as F3
 
     small, big = fake("s", effect=False, seed=1), fake("b", effect=True, seed=2)
     steps = F3.step_changes(small, big, draws=200)
@@ -383,7 +384,7 @@ def test_e3_step_reads_each_metric_where_both_reports_measured_it():
 
 
 def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
-    from connlap_lite.findings import e3 as F3
+    from connlap_lite.pages.findings import e3 as F3
 
     reports, rows, *_ = e1_book
     gaps = F3.gaps(reports)
@@ -403,7 +404,7 @@ def test_e3_says_not_testable_without_a_ladder_and_names_one_with_it(e1_book):
 
 def test_known_results_paragraphs_on_toy_reports():
     from connlap_lite import known as K
-    from connlap_lite.findings import known as FK
+    from connlap_lite.pages.findings import known as FK
 
     reports = {}
     for name, encoder in (("enc", True), ("dec", False)):
@@ -430,18 +431,18 @@ def test_known_results_paragraphs_on_toy_reports():
 
 
 def test_known_results_sentences_follow_the_synthetic_reports():
-    """findings.known on connlap_lite.synthetic.known reports whose answers are known: the captions' takeaways and
+    """findings.known on connlap_lite.known.synthetic.report reports whose answers are known: the captions' takeaways and
     the paragraphs say what the rows say, each way round."""
     import warnings
 
     from connlap_lite import known as K
-    from connlap_lite import synthetic as Y
-    from connlap_lite.findings import known as FK
+    from connlap_lite.known import synthetic as KS
+    from connlap_lite.pages.findings import known as FK
 
     def book(**kw):
         reports = {}
         for name, encoder in (("enc", True), ("dec", False)):
-            rep = Y.known(model=name, encoder=encoder, seed=len(reports), **kw)
+            rep = KS.report(model=name, encoder=encoder, seed=len(reports), **kw)
             rep["verdicts"] = K.verdicts(rep)
             reports[name] = rep
         return reports, FK.paragraphs(reports)
@@ -477,7 +478,7 @@ def test_known_results_sentences_follow_the_synthetic_reports():
 
 
 def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
-    from connlap_lite.findings import beyond as FB
+    from connlap_lite.pages.findings import beyond as FB
 
     reports = {r["model"]: r for r in e1_book[0]}
     for r in reports.values():
@@ -529,8 +530,8 @@ def test_beyond_paragraphs_from_synthetic_statistics(e1_book):
 def _reading_inputs(worst=3e-7, special=False):
     import torch
 
-    from connlap_lite.adapters import TESTED
-    from connlap_lite.findings import reading as FR
+    from connlap_lite.models.adapters import TESTED
+    from connlap_lite.pages.findings import reading as FR
 
     errors = {"enc": {"heads": [1e-7, 2e-7], "walk": [5e-8, 3e-7]}, "dec": {"heads": [worst, 1e-7, 1e-7], "walk": [1e-7] * 3}}
     P = torch.tril(torch.ones(40, 40, dtype=torch.float64))
@@ -544,7 +545,7 @@ def _reading_inputs(worst=3e-7, special=False):
 
 
 def test_reading_writes_every_key_from_the_numbers():
-    from connlap_lite.findings import reading as FR
+    from connlap_lite.pages.findings import reading as FR
 
     inputs = _reading_inputs()
     says = FR.paragraphs(inputs.pop("errors"), **inputs)
@@ -569,7 +570,7 @@ def test_reading_writes_every_key_from_the_numbers():
 
 
 def test_reading_sentences_change_when_the_data_do():
-    from connlap_lite.findings import reading as FR
+    from connlap_lite.pages.findings import reading as FR
 
     inputs = _reading_inputs(worst=2e-5, special=True)
     errors = inputs.pop("errors")
@@ -592,7 +593,7 @@ def test_reading_sentences_change_when_the_data_do():
 def test_reading_walk_facts_of_a_uniform_walk():
     import torch
 
-    from connlap_lite.findings import reading as FR
+    from connlap_lite.pages.findings import reading as FR
 
     U = torch.tril(torch.ones(30, 30, dtype=torch.float64))
     f = FR.walk_facts(U / U.sum(1, keepdim=True), causal=True)
@@ -646,7 +647,7 @@ def perf_records(growth=1.0, *, dense=12.0, missed=True, book=True, gpu_runs=())
 
 
 def test_performance_opening_follows_the_records():
-    from connlap_lite.findings import performance as FP
+    from connlap_lite.pages.findings import performance as FP
 
     flat, growing = FP.paragraphs(perf_records(1.0)), FP.paragraphs(perf_records(3.0))
     assert tuple(flat) == FP.KEYS
@@ -659,7 +660,7 @@ def test_performance_opening_follows_the_records():
 
 
 def test_performance_sections_say_what_the_records_hold():
-    from connlap_lite.findings import performance as FP
+    from connlap_lite.pages.findings import performance as FP
 
     says = FP.paragraphs(perf_records(1.0))
     assert says["perf_extraction"].startswith("On the two offline models (passages of 128 and 64 real tokens)")
@@ -681,7 +682,7 @@ def test_performance_sections_say_what_the_records_hold():
 
 
 def test_performance_tables_list_every_row():
-    from connlap_lite.findings import performance as FP
+    from connlap_lite.pages.findings import performance as FP
 
     R = perf_records(1.0)
     assert FP.machine(R["extraction"]).startswith("CPU, 2 cores, 8.0 GiB; Python 3.11")
@@ -702,15 +703,15 @@ def test_performance_tables_list_every_row():
 
 def test_the_grid_and_the_e3_figures_name_claims_and_metrics_in_words(e1_book):
     """Where a reader looks first, no identifier: the verdict grid's rows, E3's panel titles and its captions'
-    first sentences say the claims and metrics in words (scorecard.GRID_WORDS, METRIC_TITLES)."""
-    from connlap_lite.findings import e3 as F3
+    first sentences say the claims and metrics in words (boxes.GRID_WORDS, METRIC_TITLES)."""
+    from connlap_lite.pages.findings import e3 as F3
 
     reports, rows, *_ = e1_book
-    labels = S.grid_rows()
+    labels = BX.grid_rows()
     assert {claim for claim, _ in FS.verdict_cells(rows)} <= set(labels)
     assert all("_" not in label and "`" not in label for label in labels.values())
-    assert set(F3.CLAIM_METRICS) <= set(S.METRIC_TITLES)
-    assert all("_" not in t for t in S.METRIC_TITLES.values())
+    assert set(F3.CLAIM_METRICS) <= set(BX.METRIC_TITLES)
+    assert all("_" not in t for t in BX.METRIC_TITLES.values())
     gap = F3.gaps(reports)
     for take in (F3.main_take(reports, gap), F3.gaps_take(gap)):
         assert "`" not in take and not re.search(r"\b[a-z]+_[a-z_]+\b", take), take
@@ -720,7 +721,7 @@ def test_e3_ladder_costs_count_the_data_seeds_transports_in_the_peak():
     """Two copies of the weights, and the value and output maps of each data seed beyond the twin kept whole."""
     import torch
 
-    from connlap_lite.findings import e3 as F3
+    from connlap_lite.pages.findings import e3 as F3
 
     gib = 2 ** 30
     f = {"parameters": 8e9, "weight_bytes": 16 * gib, "attention_bytes": 2 ** 20, "heads": 32, "head_bytes": 2 ** 20,
@@ -763,8 +764,8 @@ def test_no_first_screen_contradicts_its_grid(e1_book):
     assert {x["verdict"] for r in rows if r["claim"] == "E1" and r["structure"] == "decoder"
             for x in r["per_model"]} == {"holds", "does not hold"}
     for r in rows:
-        box = S.verdict_box(rows, r["claim"]).split("```{dropdown}")[0]
-        assert f"**{r['verdict']}**" in box and f"on {S._on(r)}" in box          # the structure's word
+        box = BX.verdict_box(rows, r["claim"]).split("```{dropdown}")[0]
+        assert f"**{r['verdict']}**" in box and f"on {BX._on(r)}" in box          # the structure's word
         part = _segment(lead, r["verdict"])
         assert FS.CLAIMS[r["claim"]] in part                                    # the lead: the structure's word
         if r["claim"] == "E3":
@@ -777,7 +778,7 @@ def test_no_first_screen_contradicts_its_grid(e1_book):
                 assert f"{x['model']} {x['verdict']}" in part                  # word beside the structure's
     # the headline names the reading it judges
     assert "converging to stable operators with depth (E1, read as convergence)" in lead
-    assert S.CLAIM_WORDS["E1"].startswith("Attention converges")
+    assert BX.CLAIM_WORDS["E1"].startswith("Attention converges")
     # no model whose own consecutive-layer distance rises is said to hold E1
     for x in F1.registered(rows).values():
         assert not (x["trained_rise_interval"][0] > 0 and x["verdict"] == "holds")
@@ -835,12 +836,12 @@ def test_the_confirmation_is_shown_apart_and_says_where_it_differs(e1_book):
     assert "the full build (`make book`)" in none and "exploratory only" in none
 
 
-# --- the rival readings (connlap_lite.readings' registered rules), in E1, E2 and Beyond --------------------------
+# --- the rival readings (connlap_lite.verdicts.readings' registered rules), in E1, E2 and Beyond --------------------------
 def _rivals(**kw):
-    """A synthetic record of the rival readings (connlap_lite.synthetic.rivals), completed with the measures the
+    """A synthetic record of the rival readings (connlap_lite.verdicts.synthetic.rivals), completed with the measures the
     chapters draw but the rules do not read: the update ratio, the mean-ablation cost, the output-value alignment
     and the random-direction alignment, each stated here."""
-    from connlap_lite import synthetic as Y
+    from connlap_lite.verdicts import synthetic as Y
 
     r = Y.rivals(**kw)
     L, Bp = r["layers"], r["passages"]
@@ -863,7 +864,7 @@ def _line(text, model):
 @pytest.mark.parametrize("case", [dict(e1_rest=0.1), dict(e1_matters=0.1, e1_rest=0.1),
                                   dict(matters=[0.3, 0.01] * 6), dict(passages=4)])
 def test_e1_write_little_says_the_rules_words(case):
-    from connlap_lite import readings
+    from connlap_lite.verdicts import readings
 
     r = _rivals(model="m", layers=12, passages=case.pop("passages", 16), **case)
     row = readings.where_it_matters(r, n_boot=300)
@@ -885,7 +886,7 @@ def test_e1_write_little_says_the_rules_words(case):
 
 
 def test_e1_write_little_changes_with_the_data():
-    from connlap_lite import readings
+    from connlap_lite.verdicts import readings
 
     fooled = _rivals(model="m", e1_rest=0.1, seed=1)
     everywhere = _rivals(model="m", e1_matters=0.1, e1_rest=0.1, seed=1)
@@ -898,7 +899,7 @@ def test_e1_write_little_changes_with_the_data():
 
 
 def test_e1_write_figure_has_three_rows_per_model():
-    from connlap_lite import readings
+    from connlap_lite.verdicts import readings
 
     reports = [_rivals(model="a"), _rivals(model="b", seed=1)]
     fig = F1.write_figure(reports, {r["model"]: readings.where_it_matters(r, n_boot=100) for r in reports},
@@ -909,7 +910,7 @@ def test_e1_write_figure_has_three_rows_per_model():
 @pytest.mark.parametrize("kw", [dict(dominance_gaussian=0.3, dominance_rotation=0.3, alignment=10),
                                 dict(dominance_gaussian=-0.1, dominance_rotation=-0.1), dict(), dict(seeds=2)])
 def test_e2_dominance_says_the_rules_reading(kw):
-    from connlap_lite import readings
+    from connlap_lite.verdicts import readings
 
     r = _rivals(model="m", layers=24, **kw)
     row = readings.dominance(r, n_boot=300)
@@ -929,8 +930,8 @@ def test_e2_dominance_says_the_rules_reading(kw):
 @pytest.mark.parametrize("kw", [dict(self_loop=0.05, self_loop_growth=0.05), dict(self_loop=0.05),
                                 dict(self_loop=0.05, self_loop_growth=0.05, self_loop_seed_gap=0.0), dict(seeds=2)])
 def test_beyond_self_loop_says_the_rules_verdict(kw):
-    from connlap_lite import readings
-    from connlap_lite.findings import beyond as FB
+    from connlap_lite.verdicts import readings
+    from connlap_lite.pages.findings import beyond as FB
 
     reports = {"m": _rivals(model="m", **kw)}
     rows = {"m": readings.self_loop(reports["m"], n_boot=300)}

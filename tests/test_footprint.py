@@ -1,12 +1,13 @@
-"""connlap_lite.footprint: sizes from a configuration alone, against a model built for real."""
+"""connlap_lite.models.footprint: sizes from a configuration alone, against a model built for real."""
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig
 
-from connlap_lite import _backend, attention_walks, edges
-from connlap_lite.adapters import describe
-from connlap_lite.analysis import EDGE_PASSAGES, EDGES
-from connlap_lite.footprint import SHAPES, config_of, footprint
+from connlap_lite import _backend, attention_walks
+from connlap_lite.measure import edges
+from connlap_lite.models.adapters import describe
+from connlap_lite.verdicts.record import EDGE_PASSAGES, EDGES
+from connlap_lite.models.footprint import SHAPES, config_of, footprint
 
 
 def test_footprint_counts_what_a_built_model_has(monkeypatch):

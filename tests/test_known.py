@@ -13,9 +13,9 @@ import torch
 from connlap_lite import HeadTransports
 from connlap_lite._backend import UndefinedWarning
 from connlap_lite import attention_walks
-from connlap_lite import exercises as E
+from connlap_lite.pages import exercises as E
 from connlap_lite import known as K
-from connlap_lite import metrics as M
+from connlap_lite.measure import metrics as M
 from connlap_lite.known import report as KR       # the private passes and the cache reader
 
 
@@ -312,7 +312,7 @@ def test_reuse_was_against_random_init_and_is_now_against_another_passage():
 
 def test_the_cross_passage_null_is_the_one_analysis_registers():
     """tv_norm_cross and analysis's cross_passage_tv_norm are one quantity: metrics.cross_passage_distance."""
-    from connlap_lite import analysis
+    from connlap_lite.measure import analysis
 
     for causal in (False, True):
         P, Q = softmax_walks((3, 6, 6), causal, seed=3), softmax_walks((3, 6, 6), causal, seed=4)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from connlap_lite import ladder as L
+from connlap_lite.measure import ladder as L
 from connlap_lite.__main__ import main
 
 from tiny_models import save_family
@@ -54,8 +54,8 @@ def test_a_planted_effect_holds_and_none_does_not(ladders):
 
 
 def test_the_planted_heads_are_isometries_at_full_strength(tmp_path):
-    from connlap_lite import metrics as M
-    from connlap_lite.extraction import head_transports
+    from connlap_lite.measure import metrics as M
+    from connlap_lite.models.extraction import head_transports
     from tiny_models import build
 
     model = build("gpt_neox")
@@ -100,7 +100,7 @@ def test_power_of_the_ladder():
 def test_a_tiny_ladder_needs_no_model_package(tmp_path, monkeypatch):
     """make colab found the ladder appendix failing on Colab, whose set-up cell installs the package and
     transformers only: the tiny ladder read the offline MiniLM's tokenizer. It now makes its own."""
-    from connlap_lite import models
+    from connlap_lite.models import load as models
 
     def refused(*args, **kwargs):
         raise ModuleNotFoundError("no offline model package here")

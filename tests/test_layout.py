@@ -4,7 +4,7 @@ the tests, the tools, the benchmarks, the book's notebooks) reading each name fr
 every name a caller reads existing there.
 
 Exempt: the *facades*, the ``__init__.py`` of a package that declares its public names in ``__all__``
-(``connlap_lite`` itself, ``connlap_lite.known``, ``connlap_lite.exercises``): they gather the public names of
+(``connlap_lite`` itself, ``connlap_lite.known``, ``connlap_lite.pages.exercises``): they gather the public names of
 their package for its users, by convention.  The package's own modules do not read names through them; tests,
 tools and benchmarks may (the facade is the public interface they test).
 
@@ -285,7 +285,7 @@ def test_no_import_circle_anywhere_in_the_package():
 
 
 def test_no_module_forwards_a_name_it_does_not_define():
-    assert facades(modules(PACKAGE)) == {"connlap_lite", "connlap_lite.known", "connlap_lite.exercises"}
+    assert facades(modules(PACKAGE)) == {"connlap_lite", "connlap_lite.known", "connlap_lite.pages.exercises"}
     assert forwarders(PACKAGE) == []
 
 
@@ -295,6 +295,56 @@ def test_every_caller_reads_a_name_from_its_defining_module():
 
 def test_every_name_a_caller_reads_exists():
     assert missing(PACKAGE, _callers()) == []
+
+
+# ------------------------------------------------------------------------------------------------ the wings' order
+WINGS = ("models", "measure", "verdicts", "known", "pages")
+
+
+def wing(name: str) -> str:
+    """The wing of module ``name``: its subpackage (:data:`WINGS`), "theory" for a module at the top of the package,
+    "face" for the package itself and its command line, which gather every wing."""
+    parts = name.split(".")
+    if len(parts) == 1 or parts[1] == "__main__":
+        return "face"
+    return parts[1] if parts[1] in WINGS else "theory"
+
+
+def order_breaches(package: pathlib.Path) -> list[str]:
+    """Every import that runs against the wings' order: the theory imports nothing of a wing; nothing but the
+    book's pages (and the face) imports ``pages``; ``measure`` never imports ``known`` (the known results read the
+    measurements, not the other way round)."""
+    mods = modules(package)
+    out = []
+    for name, path in mods.items():
+        mine = wing(name)
+        for module, _, _, line in imports(path, package, mods):
+            theirs = wing(module)
+            if (mine == "theory" and theirs not in ("theory",) or theirs == "pages" and mine not in ("pages", "face")
+                    or (mine, theirs) == ("measure", "known")):
+                out.append(f"{path.relative_to(package.parent)}:{line}: {mine} imports {module} ({theirs})")
+    return sorted(set(out))
+
+
+def test_the_wings_keep_their_order():
+    assert {wing(m) for m in modules(PACKAGE)} == {"face", "theory", *WINGS}
+    assert order_breaches(PACKAGE) == []
+
+
+def test_the_order_check_fails_where_a_wing_runs_up(tmp_path):
+    package = tmp_path / "pkg"
+    files = {"__init__.py": "", "walks.py": "from .measure import metrics\n",
+             "measure/__init__.py": "", "measure/metrics.py": "def f():\n    from ..known import report\n",
+             "known/__init__.py": "", "known/report.py": "from ..measure.metrics import f\n",
+             "verdicts/__init__.py": "", "verdicts/words.py": "from ..pages import plots\n",
+             "pages/__init__.py": "", "pages/plots.py": "from ..verdicts import words\n"}
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    assert order_breaches(package) == [
+        "pkg/measure/metrics.py:2: measure imports pkg.known.report (known)",
+        "pkg/verdicts/words.py:1: verdicts imports pkg.pages.plots (pages)",
+        "pkg/walks.py:1: theory imports pkg.measure.metrics (measure)"]
 
 
 # ------------------------------------------------------------------------------------------------ the checks can fail

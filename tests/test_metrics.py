@@ -1,4 +1,4 @@
-"""Metrics for E1/E2 (connlap_lite.metrics) and the analyze command line."""
+"""Metrics for E1/E2 (connlap_lite.measure.metrics) and the analyze command line."""
 import json
 import subprocess
 import sys
@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from connlap_lite import HeadTransports, isometry_defect
-from connlap_lite import edges
-from connlap_lite import metrics as M
-from connlap_lite import nulls
-from connlap_lite import rules_history
-from connlap_lite import stats
+from connlap_lite.measure import edges
+from connlap_lite.measure import metrics as M
+from connlap_lite.measure import nulls
+from connlap_lite.verdicts import history as rules_history
+from connlap_lite.measure import stats
 
 
 def stochastic(n, seed, causal=False):
@@ -171,7 +171,7 @@ def test_cli_analyze_offline_model(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rep = json.loads(out.read_text())
     assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled", "shuffled1", "shuffled2", "shuffled3", "shuffled4"} | {f"random{s}" for s in range(5)}
-    # three passages are below the rules' minimum (connlap_lite.verdicts.MIN_PASSAGES): too little data for a verdict
+    # three passages are below the rules' minimum (connlap_lite.verdicts.words.MIN_PASSAGES): too little data for a verdict
     assert rep["verdicts"]["E1"]["verdict"] == "insufficient data" and "cross_passage_tv_norm_nosink" in rep["conditions"]["trained"]
     assert rep["verdicts"]["E2"]["verdict"] == "insufficient data" and "sink_columns" in rep
     assert len(rep["conditions"]["trained"]["head_defect"]) == 6

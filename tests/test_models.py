@@ -2,7 +2,7 @@
 
 import pytest
 
-from connlap_lite import models, offline
+from connlap_lite.models import load as models, offline
 from conftest import fake_chunked
 
 
@@ -61,7 +61,7 @@ def test_fresh_model_draws_every_weight():
     import torch
     from transformers import AutoModel, BertConfig
 
-    from connlap_lite.nulls import fresh_model
+    from connlap_lite.models.twins import fresh_model
 
     class Plain:                                     # a model with no initialisation of its own
         @staticmethod
@@ -115,7 +115,7 @@ def test_path_names_numpy_seeds_and_dtype_strings_load(tmp_path, monkeypatch):
     a, _ = models.load_model(folder, random_init=True, seed=np.int64(3))
     b, _ = models.load_model(str(folder), random_init=True, seed=3)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
-    from connlap_lite.analysis import analyze
+    from connlap_lite.measure.analysis import analyze
     report = analyze(folder, n_passages=2, n_tokens=8, random_seeds=(np.int64(0),), shuffle=False,
                      texts=["a walk on tokens. " * 20], cache=False)
     assert report["model"] == str(folder) and "random0" in report["conditions"]

@@ -9,10 +9,11 @@ from transformers import AutoModelForCausalLM, LlamaConfig
 from connlap_lite import (AttentionWeights, ConnectionWalk, HeadTransports, attention_walks, connection_laplacian,
                           dirichlet_energy, mha_walk, multi_head_attention, reversibility_defect,
                           stationary_distribution, walk_from_heads)
-from connlap_lite import edges, extraction
-from connlap_lite import metrics as M
-from connlap_lite import stats
-from connlap_lite.adapters import adapter_for
+from connlap_lite.measure import edges
+from connlap_lite.models import extraction
+from connlap_lite.measure import metrics as M
+from connlap_lite.measure import stats
+from connlap_lite.models.adapters import adapter_for
 
 
 def tiny_llama(layers=2, dtype=torch.float32):
@@ -55,7 +56,7 @@ def test_spearman_still_right_where_defined():
 
 
 def test_two_layer_depth_trend_is_nan():
-    from connlap_lite.record import depth_trend
+    from connlap_lite.verdicts.record import depth_trend
     report = {"conditions": {"trained": {"tv": [[0.1, 0.2]]}}}          # one step: one point
     rho, p = depth_trend(report, "tv")
     assert np.isnan(rho) and np.isnan(p)
@@ -76,7 +77,7 @@ def test_zero_over_zero_defects_are_nan():
 
 
 def test_one_passage_has_no_cross_distance():
-    from connlap_lite.analysis import _walk_metrics
+    from connlap_lite.measure.analysis import _walk_metrics
     P = M.uniform_walk(5, True)[None]
     assert torch.isnan(_walk_metrics(P, [0])["cross"]).all()
 
@@ -110,7 +111,7 @@ def test_nan_attention_is_caught(monkeypatch):
 
 
 def test_measure_stops_before_eigh_on_overflow():
-    from connlap_lite.analysis import measure
+    from connlap_lite.measure.analysis import measure
     model = tiny_llama(layers=2, dtype=torch.float16)
     with torch.no_grad():
         for proj in (model.model.layers[0].mlp.up_proj, model.model.layers[0].mlp.gate_proj):

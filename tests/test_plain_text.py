@@ -93,7 +93,7 @@ def test_the_proof_index_names_numbered_titles():
 
 
 def test_the_scorecard_table_has_five_columns_of_whole_words():
-    from connlap_lite.findings.scorecard import Table
+    from connlap_lite.pages.findings.scorecard import Table
 
     t = Table(["claim", "models", "trained vs the strongest null", "verdict", "chapter"],
               [[("E1, encoder", "tv_norm_nosink"), "minilm-l6", "x; " * 40, ("holds", "kept in 95% of resamples"),

@@ -1,12 +1,12 @@
-"""The rules of connlap_lite.report and the scorecard's robustness, on synthetic reports whose answer is known."""
+"""The rules of connlap_lite.verdicts.rules and the scorecard's robustness, on synthetic reports whose answer is known."""
 import numpy as np
 import pytest
 
-from connlap_lite import report as R
-from connlap_lite import scorecard as S
-from connlap_lite import stats
-from connlap_lite import verdicts
-from connlap_lite.record import Report
+from connlap_lite.verdicts import rules as R
+from connlap_lite.verdicts import scorecard as S
+from connlap_lite.measure import stats
+from connlap_lite.verdicts import words as verdicts
+from connlap_lite.verdicts.record import Report
 
 L, B, H = 9, 12, 4
 
@@ -60,7 +60,7 @@ def test_e1_holds_when_the_curve_falls_below_every_null_and_not_otherwise():
 
 
 def test_a_null_that_falls_as_fast_as_the_trained_curve_takes_the_trend_away():
-    from connlap_lite import rules_history as H
+    from connlap_lite.verdicts import history as H
 
     r = fake()
     r["conditions"]["random3"]["tv_norm_nosink"] = r["conditions"]["trained"]["tv_norm_nosink"]
@@ -149,7 +149,7 @@ def test_bad_reports_get_clear_errors():
 def test_report_is_validated_once_read_only_and_json_able():
     import json
 
-    from connlap_lite.record import Report
+    from connlap_lite.verdicts.record import Report
 
     raw = fake()
     r = Report(raw)
@@ -176,7 +176,7 @@ def test_report_is_validated_once_read_only_and_json_able():
 def test_sinks_are_found_in_the_data():
     import torch
 
-    from connlap_lite import metrics as M
+    from connlap_lite.measure import metrics as M
 
     U = M.uniform_walk(32, causal=True)
     assert M.detect_sinks(U) == []                                          # the causal uniform walk has none
@@ -191,8 +191,8 @@ def test_sinks_are_found_in_the_data():
 def test_inner_nulls_share_the_trained_steps_yardstick_and_input_dependence():
     import torch
 
-    from connlap_lite import metrics as M
-    from connlap_lite.analysis import _step_metrics, _walk_metrics
+    from connlap_lite.measure import metrics as M
+    from connlap_lite.measure.analysis import _step_metrics, _walk_metrics
 
     g = torch.Generator().manual_seed(0)
     W = torch.rand(3, 6, 6, generator=g, dtype=torch.float64).tril()
@@ -218,8 +218,8 @@ def test_every_condition_measures_its_sink_mass_on_the_same_columns():
 
     import torch
 
-    from connlap_lite import metrics as M
-    from connlap_lite.analysis import measure, sink_columns_of
+    from connlap_lite.measure import metrics as M
+    from connlap_lite.measure.analysis import measure, sink_columns_of
 
     sys.path.insert(0, str(Path(__file__).parent))
     import tiny_models
@@ -257,7 +257,7 @@ def test_substitute_refuses_other_passages_and_keeps_the_ablations_sinks():
 def test_the_rules_read_reports_validated_once():
     """check_reports makes every plain record a Report (its shape checked, its problems named) and takes a Report as
     it is; a synthetic record is one; a malformed one is refused by name before any rule runs."""
-    from connlap_lite import synthetic
+    from connlap_lite.verdicts import synthetic
 
     plain = fake()
     made = verdicts.check_reports([plain])[0]

@@ -10,14 +10,14 @@ import copy
 import pytest
 import torch
 
-from connlap_lite import metrics as M
-from connlap_lite import rivals as R
-from connlap_lite.adapters import adapter_for
-from connlap_lite.extraction import _as_batch
-from connlap_lite.analysis import _edge_values, _own_values, analyze, measure
-from connlap_lite.edges import edge_singular_values
-from connlap_lite.extraction import attention_walks
-from connlap_lite.record import RIVAL_EDGE_METRICS, RIVAL_HEAD_METRICS, RIVAL_METRICS, Report
+from connlap_lite.measure import metrics as M
+from connlap_lite.measure import rivals as R
+from connlap_lite.models.adapters import adapter_for
+from connlap_lite.models.extraction import _as_batch
+from connlap_lite.measure.analysis import _edge_values, _own_values, analyze, measure
+from connlap_lite.measure.edges import edge_singular_values
+from connlap_lite.models.extraction import attention_walks
+from connlap_lite.verdicts.record import RIVAL_EDGE_METRICS, RIVAL_HEAD_METRICS, RIVAL_METRICS, Report
 
 from tiny_models import build, make_gpt_neox_folder
 

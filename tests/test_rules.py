@@ -1,4 +1,4 @@
-"""The rules' size and power, measured on synthetic records whose answer is known (connlap_lite.synthetic).
+"""The rules' size and power, measured on synthetic records whose answer is known (connlap_lite.verdicts.synthetic).
 
 Size: how often a rule says "holds" (or "agree") without an effect: at most 5% of draws.
 Power: how often it says so with an effect of the stated size: at least 80% of draws.
@@ -17,14 +17,16 @@ import math
 import numpy as np
 import pytest
 
-from connlap_lite import record as REC
-from connlap_lite import report as R
-from connlap_lite import rules_history as H
-from connlap_lite import scorecard as S
-from connlap_lite import stats
-from connlap_lite import synthetic as Y
-from connlap_lite import verdicts as V
+from connlap_lite.verdicts import record as REC
+from connlap_lite.verdicts import rules as R
+from connlap_lite.verdicts import history as H
+from connlap_lite.verdicts import scorecard as S
+from connlap_lite.pages import boxes as BX
+from connlap_lite.measure import stats
+from connlap_lite.verdicts import synthetic as Y
+from connlap_lite.verdicts import words as V
 from connlap_lite.known import statements as K
+from connlap_lite.known import synthetic as KS
 
 DRAWS = 40   # synthetic records per rate (a rate's binomial sd: 3.4 points near 5%, 6.3 near 80%)
 
@@ -136,8 +138,8 @@ def test_e3_gap_is_against_the_strongest_registered_null():
 
 
 # ------------------------------------------------------------------ known results
-# connlap_lite.synthetic.known: 8 passages (the make-test setting), 5 random-init seeds, every tested
-# difference with per-passage spread s = KNOWN_SPREAD; the effects below are in units of s.
+# connlap_lite.known.synthetic.report: 8 passages (the make-test setting), 5 random-init seeds, every tested
+# difference with per-passage spread s = SPREAD; the effects below are in units of s.
 STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
 KNOWN_EFFECT = 1.5      # every statistical statement's difference 1.5 spreads on the published side (sink_order:
                         # each step 1.5 spreads); reuse: both parts
@@ -147,7 +149,7 @@ KNOWN_POWER_DRAWS = 100
 
 
 def known_verdicts(rule=K.verdicts, **kw) -> dict:
-    return {r["key"]: r["verdict"] for r in rule(Y.known(**kw))}
+    return {r["key"]: r["verdict"] for r in rule(KS.report(**kw))}
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +310,7 @@ def test_rule_changes_show_old_and_new_verdicts():
                                                  R.e2_table(reports)[1]["verdict"])
     assert {c["date"] for c in rules[7:]} == {R.RULE_DATE}
     assert all(v in V.VERDICTS for c in rules for pair in c["verdicts"].values() for v in pair)
-    text = S.rule_changes_markdown(changes)
+    text = BX.rule_changes_markdown(changes)
     assert text.count("rule 2 -> rule 3") == 3 and "a: " in text and text.count("rule 3 -> rule 4") == 3
     # the synthetic records hold no archived measurement: said, not guessed
     assert [c["verdicts"] for c in changes if "keys" in c and c["keys"]] == [None, None]
@@ -339,7 +341,7 @@ def test_measurement_changes_show_the_verdicts_as_measured_before_and_now():
                                                                              for m, r in zip("ab", reports)})
     assert all(old != "holds" for old, _ in fix["verdicts"][3].values())       # lifted to its null: no longer holds
     assert {k[0] for k in detected["verdicts"][3]} == {"E1", "E2"}
-    text = S.rule_changes_markdown(S.rule_changes(reports))
+    text = BX.rule_changes_markdown(S.rule_changes(reports))
     assert "E1 by rule 3, as measured before -> now: a: " in text and "No rule reads it" in text
 
 
@@ -376,7 +378,7 @@ def test_a_corpus_measured_with_fewer_nulls_is_not_comparable():
 
 # ------------------------------------------------------------------ rule 4's harness (E1), rule 5's (E2)
 # Each case at the book's make-test setting: 8 passages (12 layers, 5 random-init seeds, 5 shuffle permutations, the
-# synthetic noise of connlap_lite.synthetic), its effect sizes (margins growing by 0.03-0.07 with depth), judged by
+# synthetic noise of connlap_lite.verdicts.synthetic), its effect sizes (margins growing by 0.03-0.07 with depth), judged by
 # the rule in force on CASE_DRAWS seeded records and by the rule it replaced on the first OLD_DRAWS of them (its
 # failure lies far from the bound).  A rate's binomial sd: 3.4 points near 5%, 6.3 near 80% (40 draws).
 CASE_DRAWS = 40

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from connlap_lite.findings import e1 as F1
-from connlap_lite.text import CORPORA
+from connlap_lite.pages.findings import e1 as F1
+from connlap_lite.models.text import CORPORA
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -99,7 +99,7 @@ def parameters(notebook: str) -> str:
 
 
 def test_the_setting_is_the_chapters_own():
-    from connlap_lite.settings import BOOK
+    from connlap_lite.pages.settings import BOOK
 
     e1 = parameters("book/empirical/e1_stability.ipynb")
     assert re.search(r"^MODELS = list\(BOOK\.models\)$", e1, re.M) and S.MODELS == BOOK.models

@@ -8,7 +8,8 @@ import torch
 from transformers import (AutoModel, AutoModelForCausalLM, BertConfig, Gemma3TextConfig, GPT2Config, LlamaConfig,
                           MistralConfig, Qwen2Config)
 
-from connlap_lite import attention_walks, load_model, rebuild, walk_from_heads
+from connlap_lite import attention_walks, load_model, walk_from_heads
+from connlap_lite.models import rebuild
 
 TOL = 1e-5
 
@@ -141,7 +142,7 @@ def test_call_reads_every_mask_format_alike():
 
 
 def test_scores_out_must_fit():
-    from connlap_lite.rebuild import scores
+    from connlap_lite.models.rebuild import scores
 
     q, k = torch.randn(1, 4, 3, 2), torch.randn(1, 2, 3, 2)
     for bad in (torch.empty(1, 4, 3, 2), torch.empty(1, 4, 3, 6)[..., ::2]):
@@ -287,7 +288,7 @@ def test_a_layer_asked_for_after_the_stream_moved_on_is_built_again_from_its_mod
     A0 = first.attention.clone()
     calls = []
     handle = rebuild.register()
-    from connlap_lite.adapters import adapter_for
+    from connlap_lite.models.adapters import adapter_for
 
     hooks = [m.register_forward_pre_hook(lambda *_: calls.append(1)) for m in adapter_for(sdpa).layers(sdpa)]
     try:

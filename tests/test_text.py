@@ -3,8 +3,8 @@ import copy
 
 import pytest
 
-from connlap_lite import models, text
-from connlap_lite.text import passages
+from connlap_lite.models import load as models, text
+from connlap_lite.models.text import passages
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_toggling_bos_keeps_every_passages_text_span(tok):
 
 def test_every_corpus_ships_checked_against_its_digest():
     from importlib import resources
-    data = resources.files("connlap_lite").joinpath("corpora")
+    data = resources.files("connlap_lite.models").joinpath("corpora")
     size = sum(data.joinpath(f"{name}.json.xz").stat().st_size for name in text.CORPORA)
     assert size < 3e6, f"the corpora take {size / 1e6:.1f} MB: a few MB at most"
     for name in text.CORPORA:
@@ -118,8 +118,8 @@ def test_the_confirmation_split_touches_no_exploratory_passage(tok, corpus):
     """Issue 32: the confirmation passages share no token with any exploratory draw (every size in
     text.EXPLORATORY at seed 0, make test's and make book's settings among them), nor its neighbour (the BOS
     shift), and are drawn again the same from the same seed."""
-    from connlap_lite.report import CONFIRMATION_SEED
-    from connlap_lite.settings import BOOK
+    from connlap_lite.verdicts.rules import CONFIRMATION_SEED
+    from connlap_lite.pages.settings import BOOK
 
     pre, post = text._specials(tok)
     explored = set()
@@ -147,7 +147,7 @@ def test_the_confirmation_split_touches_no_exploratory_passage(tok, corpus):
 def test_the_full_builds_draw_holds_make_tests_passages(tok, corpus):
     """The scorecard's confirmation paragraph says the full build's exploratory draw (seed 0) holds make test's
     passages, those the rules were developed on: true while both settings have one passage length."""
-    from connlap_lite.settings import BOOK
+    from connlap_lite.pages.settings import BOOK
 
     (n_test, k_test), (n_full, k_full) = BOOK.sample(full=False), BOOK.sample(full=True)
     assert k_test == k_full and n_test <= n_full

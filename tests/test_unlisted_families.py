@@ -14,7 +14,7 @@ import tiny_models
 from tiny_models import UNLISTED, build
 
 from connlap_lite import attention_walks, stochasticity_defect
-from connlap_lite.adapters import FAMILIES, READ, TESTED, UntestedFamily, _probe, _written, adapter_for, llama
+from connlap_lite.models.adapters import FAMILIES, READ, TESTED, UntestedFamily, _probe, _written, adapter_for, llama
 
 from test_families import TOL, clean, rel, unequal_batch
 
@@ -46,7 +46,7 @@ def test_an_unlisted_type_with_a_known_layout_streams_exact_walks(name, implemen
         for h in handles:
             h.remove()
     with pytest.warns(UntestedFamily, match=rf"model type '{name}' is untested .* read through the llama layout "
-                                            r"\(connlap_lite/adapters/llama.py\), whose walk reproduces") as caught:
+                                            r"\(connlap_lite/models/adapters/llama.py\), whose walk reproduces") as caught:
         walks = attention_walks(model, batch, progress=False, attention="logits")
         first = next(walks)
     assert len([w for w in caught if w.category is UntestedFamily]) == 1
@@ -63,7 +63,7 @@ def test_an_unlisted_type_with_a_known_layout_streams_exact_walks(name, implemen
     with warnings.catch_warnings():              # checked once per model: no second check, no second warning
         warnings.simplefilter("error")
         assert len(list(attention_walks(model, batch, progress=False))) == 2
-        assert adapter_for(model).__name__ == "connlap_lite.adapters.llama"
+        assert adapter_for(model).__name__ == "connlap_lite.models.adapters.llama"
 
 
 @pytest.mark.parametrize("name, norm", [("exaone4", "post_attention_layernorm"),

@@ -10,9 +10,9 @@ import torch
 matplotlib.use("Agg")
 
 from connlap_lite import head_transports, symmetry_defect
-from connlap_lite import toys
-from connlap_lite import widgets as W
-from connlap_lite.edges import rank_free_defect
+from connlap_lite.pages import toys
+from connlap_lite.pages import widgets as W
+from connlap_lite.measure.edges import rank_free_defect
 
 from test_extraction import CONFIGS, tiny
 

@@ -17,7 +17,7 @@ sys.path.insert(0, {tests!r})
 import tiny_models
 import time
 import safetensors.torch
-from connlap_lite import models
+from connlap_lite.models import load as models
 tiny_models.register(models, Path({folder!r}))
 _save = safetensors.torch.save_model
 def slow_save(*args, **kw):          # a conversion as slow as a real one, so that the processes overlap
@@ -41,7 +41,7 @@ def make_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
-    from connlap_lite.models import _source
+    from connlap_lite.models.load import _source
 
     tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
     torch.manual_seed(seed)
@@ -78,7 +78,7 @@ def make_gpt_neox_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Pat
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig
 
-    from connlap_lite.models import _source
+    from connlap_lite.models.load import _source
 
     tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
     torch.manual_seed(seed)
@@ -190,7 +190,7 @@ def save_family(name: str, folder: Path) -> Path:
     """Save a tiny random model of family ``name`` with the offline BERT tokenizer (``verify FOLDER`` reads it)."""
     from transformers import AutoTokenizer
 
-    from connlap_lite.models import _source
+    from connlap_lite.models.load import _source
 
     tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
     model = build(name, vocab=len(tok))

@@ -13,7 +13,7 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   so that the summary, the main figure and the verdict box stay on the first screen: in notebooks that load
   the offline models, one line saying how Colab gets them; on each empirical page (``book/empirical``,
   ``book/models``), one line naming the corpora its passages come from (the default corpus and any other
-  the code names), with their digests read from the package data (``connlap_lite/corpora``);
+  the code names), with their digests read from the package data (``connlap_lite/models/corpora``);
 * rewrites the first code cell and folds it, input and output (tags ``hide-input`` and ``hide-output``),
   under a one-line note that says what it does (myst-nb's ``code_prompt_show``):
   on Colab (``"google.colab" in sys.modules``)
@@ -59,7 +59,7 @@ from deps import no_deps  # noqa: E402  (tools/deps.py: the pins of pyproject.to
 MODEL_PACKAGES = no_deps("models")
 # what a Colab runtime already has and the set-up cell must not upgrade
 KEPT = ("torch", "numpy", "ipywidgets")
-CORPORA_JSON = ROOT / "connlap_lite" / "corpora" / "corpora.json"
+CORPORA_JSON = ROOT / "connlap_lite" / "models" / "corpora" / "corpora.json"
 EMPIRICAL = ("book/empirical", "book/models")
 CORPORA_NOTE = "*Corpora:*"
 # the install source of the set-up cell when it is not the repository (tests/reader: the wheel just built)
@@ -176,10 +176,10 @@ def colab_note(measures: bool) -> str:
 
 
 def default_corpus() -> str:
-    """The corpus ``connlap_lite.text.passages`` reads when a chapter names none."""
+    """The corpus ``connlap_lite.models.text.passages`` reads when a chapter names none."""
     import inspect
 
-    from connlap_lite import text
+    from connlap_lite.models import text
     return inspect.signature(text.passages).parameters["corpus"].default
 
 
@@ -201,7 +201,7 @@ def corpora_note(corpora: list[str] | None = None) -> str:
     named = ", ".join(f"`{name}` ({meta[name]['title']}, digest `{meta[name]['digest']}`)" for name in chosen)
     texts, its = ("texts that ship", "each one's") if len(chosen) > 1 else ("a text that ships", "its")
     return (f"{CORPORA_NOTE} the passages come from {texts} with connlap_lite, the same on every Python: "
-            f"{named}; `connlap_lite.text.corpus_card(name)` gives {its} source, release and licence.")
+            f"{named}; `connlap_lite.models.text.corpus_card(name)` gives {its} source, release and licence.")
 
 
 def run_box(lines: list[str]) -> list[str]:

@@ -47,7 +47,7 @@ def myst_left(text: str) -> list[str]:
 
 def shown_text(cell: dict) -> str:
     """What a cell puts before a reader as Markdown: a Markdown cell's source, or the caption and paragraph
-    templates a show cell (``connlap_lite.edition.show``) displays."""
+    templates a show cell (``connlap_lite.pages.edition.show``) displays."""
     src = "".join(cell["source"])
     if cell["cell_type"] == "markdown":
         return src

@@ -1,4 +1,4 @@
-"""Build the three corpora that ship with connlap_lite (``connlap_lite/corpora/``), once, from their sources.
+"""Build the three corpora that ship with connlap_lite (``connlap_lite/models/corpora/``), once, from their sources.
 
     python tools/corpora.py PYTHON_STDLIB_DIR JANEAUSTENR_DIR
 
@@ -7,7 +7,7 @@ is the R package janeaustenr 1.0.0 as Debian's ``r-cran-janeaustenr`` 1.0.0-1 in
 (``apt-get download r-cran-janeaustenr && dpkg-deb -x r-cran-janeaustenr_*.deb x``, then
 ``x/usr/lib/R/site-library/janeaustenr``). It writes ``pydoc.json.xz``, ``stdlib.json.xz`` and
 ``narrative.json.xz`` (each ``{"texts": [[title, text], ...]}``) and records every corpus's digest in
-``corpora.json``, which states each one's source, release and licence; connlap_lite.text checks the digest
+``corpora.json``, which states each one's source, release and licence; connlap_lite.models.text checks the digest
 when it reads a corpus. Run again on the same sources it writes the same texts (the same digests).
 
 * ``pydoc``: every topic of ``pydoc_data/topics.py``, in sorted order, one text per topic;
@@ -29,7 +29,7 @@ import sys
 import zlib
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "connlap_lite" / "corpora"
+OUT = Path(__file__).resolve().parents[1] / "connlap_lite" / "models" / "corpora"
 NOVELS = {"emma": "Emma", "mansfieldpark": "Mansfield Park", "northangerabbey": "Northanger Abbey",
           "persuasion": "Persuasion", "prideprejudice": "Pride and Prejudice",
           "sensesensibility": "Sense and Sensibility"}
@@ -137,7 +137,7 @@ def narrative_texts(janeaustenr: Path) -> list[list[str]]:
 
 
 def digest(texts: list[list[str]]) -> str:
-    """connlap_lite.text.corpus_digest's sha256 of the titles and texts."""
+    """connlap_lite.models.text.corpus_digest's sha256 of the titles and texts."""
     h = hashlib.sha256()
     for title, t in texts:
         h.update(title.encode("utf-8") + b"\0" + t.encode("utf-8") + b"\0")

@@ -2,8 +2,8 @@
 
     .venv/bin/python tools/measure.py MODEL [MODEL ...]
 
-Each model is measured exactly as the chapters call :func:`connlap_lite.analysis.analyze` (the book's passages and
-tokens, :data:`connlap_lite.settings.BOOK`, make book's with ``CONNLAP_FULL=1``; every other argument at its
+Each model is measured exactly as the chapters call :func:`connlap_lite.measure.analysis.analyze` (the book's passages and
+tokens, :data:`connlap_lite.pages.settings.BOOK`, make book's with ``CONNLAP_FULL=1``; every other argument at its
 default), so a chapter that asks for it later reads the cached report instead of measuring it again. make test runs
 it in the lane of the unit tests, and make book in its second lane, for one model, while the chapters' lane
 measures the others: the two cores share the measurement (the cache's lock makes a chapter that asks for the same
@@ -12,8 +12,8 @@ report meanwhile wait for it, never measure it twice).
 import sys
 import time
 
-from connlap_lite.analysis import analyze
-from connlap_lite.settings import BOOK
+from connlap_lite.measure.analysis import analyze
+from connlap_lite.pages.settings import BOOK
 
 
 def main(models: list[str]) -> int:

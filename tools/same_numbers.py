@@ -8,10 +8,10 @@ In ``make test``'s setting (8 passages of 64 tokens, seed 0, the four offline mo
 - per model and corpus, the sha256 of the passages' token ids (:func:`connlap_lite.passages`);
 - per model, what the chapter *Reading a real transformer* reads off one walk, the middle layer's on the first
   passage, at the chapter's own passages and tokens: the first column's share and the heaviest off-diagonal edge,
-  and the heaviest not into token 0 (:func:`connlap_lite.metrics.first_column_share`, :func:`~connlap_lite.metrics.
+  and the heaviest not into token 0 (:func:`connlap_lite.measure.metrics.first_column_share`, :func:`~connlap_lite.measure.metrics.
   heaviest_edge`, which the chapter calls);
 - the chapter *E1*'s paragraphs written from the four models' ``analyze`` reports and the rule's rows
-  (:func:`connlap_lite.findings.e1.report_paragraphs`; the quantisation's and the long passages' paragraphs read
+  (:func:`connlap_lite.pages.findings.e1.report_paragraphs`; the quantisation's and the long passages' paragraphs read
   measurements of their own and are left out).
 
 It writes them with the versions of Python, torch, transformers and numpy to ``--json``; with ``--compare`` it
@@ -37,11 +37,11 @@ from pathlib import Path
 
 from alone import environment  # (tools/alone.py: os.environ set while a block runs, then put back)
 
-from connlap_lite.settings import BOOK
+from connlap_lite.pages.settings import BOOK
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "benchmarks" / "results" / "same_numbers.json"
-# make test's setting of the empirical chapters (connlap_lite.settings.BOOK, which their parameter cells read) and
+# make test's setting of the empirical chapters (connlap_lite.pages.settings.BOOK, which their parameter cells read) and
 # the chapter Reading's own (book/models/reading.ipynb's); tests/test_same_numbers.py holds them equal to the
 # chapters'
 MODELS = BOOK.models
@@ -93,8 +93,8 @@ def model_numbers(name: str) -> tuple[dict, dict]:
 
     import torch
     from connlap_lite import attention_walks, load_model, passages
-    from connlap_lite.metrics import first_column_share, heaviest_edge
-    from connlap_lite.text import CORPORA
+    from connlap_lite.measure.metrics import first_column_share, heaviest_edge
+    from connlap_lite.models.text import CORPORA
 
     model, tokenizer = load_model(name, device="cpu")
     digests = {c: digest(passages(tokenizer, N_PASSAGES, N_TOKENS, seed=SEED, corpus=c)["input_ids"])
@@ -115,9 +115,9 @@ def model_numbers(name: str) -> tuple[dict, dict]:
 
 def e1_paragraphs() -> dict:
     """The chapter E1's paragraphs from the four models' reports, as the chapter writes them."""
-    from connlap_lite import scorecard
-    from connlap_lite.analysis import analyze
-    from connlap_lite.findings import e1 as F1
+    from connlap_lite.verdicts import scorecard
+    from connlap_lite.measure.analysis import analyze
+    from connlap_lite.pages.findings import e1 as F1
 
     reports = [analyze(m, n_passages=N_PASSAGES, n_tokens=N_TOKENS, seed=SEED, device="cpu") for m in MODELS]
     rows = scorecard.scorecard(reports)

@@ -10,7 +10,7 @@ badges open and its set-up cells install from:
   stub (imports and ``def`` lines, every body ``raise NotImplementedError``, no docstrings) and the checker
   call, carrying nbgrader's cell metadata (an autograded answer and its locked test cell, with the points
   the exercise states), so that nbgrader (``generate_assignment``, ``autograde``) grades them;
-* the package without the teacher's key (``connlap_lite/exercises/_reference.py``) and with
+* the package without the teacher's key (``connlap_lite/pages/exercises/_reference.py``) and with
   ``answers.npz``, the expected results and named mistakes of every checker's practice cases, in its place.
   The student's check cell checks the practice cases; the grade comes from the graded check
   (``check_...(function, graded=True)``: cases drawn at grading time, answered by the teacher's references),
@@ -58,8 +58,8 @@ STUB = 'raise NotImplementedError("your code here")'
 # release; autograde restores the test cell from the source and runs them
 HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 PROJECT_FILES = ("pyproject.toml", "LICENSE", "README.md", "_config.yml", "_toc.yml", "constraints.txt")
-TEACHER_ONLY = ("connlap_lite/exercises/_reference.py",)
-KEY = "connlap_lite/exercises/answers.npz"
+TEACHER_ONLY = ("connlap_lite/pages/exercises/_reference.py",)
+KEY = "connlap_lite/pages/exercises/answers.npz"
 
 
 # ------------------------------------------------------------------------------ the stubs
@@ -359,8 +359,8 @@ def _write_key(root: Path, path: Path) -> None:
     """The answer key of the package at ``root``, computed there (its references) and written to ``path``."""
     sys.path.insert(0, str(root))
     try:
-        from connlap_lite import exercises
-        from connlap_lite.exercises import _key
+        from connlap_lite.pages import exercises
+        from connlap_lite.pages.exercises import _key
         _key.record(exercises.CHECKERS, path)
     finally:
         sys.path.remove(str(root))
@@ -375,7 +375,7 @@ def grade_notebook(nb: dict) -> dict[str, tuple[float, float]]:
     cell scores its points if its graded check passes, else 0. An answer cell that fails makes the tests after
     it fail, as in nbgrader. Needs the book's package, whose references answer the graded cases.
     """
-    from connlap_lite.exercises import _key
+    from connlap_lite.pages.exercises import _key
 
     if not _key.has_reference():
         raise RuntimeError("grading needs the book's edition of connlap_lite (its exercises._reference answers the "

@@ -20,7 +20,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from toc import toc_files  # noqa: E402  (tools/toc.py: the one reader of _toc.yml)
-from connlap_lite.prose import caches_at_start, measured_at  # noqa: E402  (the performance appendix says them alike)
+from connlap_lite.pages.prose import (caches_at_start, measured_at)  # noqa: E402  (the performance appendix says them alike)
 
 PAGE = ROOT / "book" / "teaching.md"
 TIMES = ROOT / "benchmarks" / "results" / "book_times.json"

@@ -14,8 +14,8 @@ resolved it, so that numbers, references and citations are Sphinx's own:
   a heading numbered as the page numbers it; the book's LaTeX macros expanded in place (Colab scopes
   ``\newcommand`` to its cell);
 * each glued figure and paragraph (myst-nb's ``glue``, which this extension tags with its key when it pastes
-  it) a folded code cell at that spot, ``connlap_lite.edition.show(...)``, which displays it under its number
-  and caption once the cell that computes it has run (:mod:`connlap_lite.edition`);
+  it) a folded code cell at that spot, ``connlap_lite.pages.edition.show(...)``, which displays it under its number
+  and caption once the cell that computes it has run (:mod:`connlap_lite.pages.edition`);
 * code cells are the source notebook's, in order (those the page removes included), without outputs; the
   set-up cell becomes a short ``#@title`` form (:func:`setup_cell`).
 
@@ -109,7 +109,7 @@ def setup_cell(models: bool, transformers: bool, measured: dict | None = None) -
     """The edition's set-up cell: a Colab form of a few lines whose title says what it installs and how long a
     first run of the chapter takes on Colab, both read from ``measured`` (make colab's record of the chapter:
     ``installs_bytes``, ``seconds``); its code, folded, installs the package from the ``colab`` branch, or from
-    ``$CONNLAP_LITE_SOURCE``, and :func:`connlap_lite.edition.setup` does the rest.
+    ``$CONNLAP_LITE_SOURCE``, and :func:`connlap_lite.pages.edition.setup` does the rest.
 
     >>> print(setup_cell(False, False, {"installs_bytes": 4014080, "seconds": 4.6}).splitlines()[0])
     #@title Set-up: on Colab this installs connlap_lite (4 MB); a first run of the chapter takes under a minute there. { display-mode: "form" }
@@ -702,7 +702,7 @@ class ColabEditionBuilder(Builder):
 
     def refs(self) -> dict[str, list[str]]:
         """Every label of the book as the HTML book shows it and its address, for the computed paragraphs'
-        references, resolved when the edition runs (:func:`connlap_lite.edition.plain`)."""
+        references, resolved when the edition runs (:func:`connlap_lite.pages.edition.plain`)."""
         table = {}
         for label, (docname, anchor, title) in self.env.domaindata["std"]["labels"].items():
             table[label] = [str(title), f"{self.get_target_uri(docname)}#{anchor}" if anchor else

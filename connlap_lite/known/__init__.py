@@ -18,7 +18,7 @@ analyze MODEL --json`` (key ``known_results``) compute the same numbers.
 ``column_sum_defect(P)``       distance of a walk from doubly stochastic (Sander et al.)
 ``head_matched_distance``      Bhojanapalli et al.'s comparison of heads in two layers
 ``known_results(name)``        everything above on one model and its random-init null (cached JSON)
-``natural_record(report)``     its natural-text measurements in the shape that ``connlap_lite.record`` reads
+``natural_record(report)``     its natural-text measurements in the shape that ``connlap_lite.verdicts.record`` reads
 ``verdicts(report)``           the chapter's rule, per statement: agree / disagree / inconclusive /
                                insufficient data / not comparable / undefined (``VERDICTS``); ``side``,
                                ``order`` and ``below_seeds`` are its three ways of reading intervals
@@ -41,9 +41,8 @@ Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .history import RULE_CHANGES, rule_changes, verdicts_rule1
-from ..nulls import NULL_SEED
-from .report import (NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record,
-                     seed_defects)
+from ..models.twins import NULL_SEED
+from .report import NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record, seed_defects
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
 from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, below_seeds, interval, order, side,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import metrics as M
+from ..measure import metrics as M
 
 _TINY = 1e-300            # the floor under a norm the measurements divide by
 
@@ -74,7 +74,7 @@ def head_matched_distance(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     """Mean over the heads of ``B`` of the walk distance to the closest head of ``A``.
 
     ``A``, ``B`` are ``(..., H, n, n)`` (two layers' heads on the same tokens); the walk distance is
-    :func:`connlap_lite.metrics.walk_distance`, the mean total-variation distance between rows.
+    :func:`connlap_lite.measure.metrics.walk_distance`, the mean total-variation distance between rows.
 
     Examples
     --------

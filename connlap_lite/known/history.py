@@ -1,5 +1,5 @@
 """The chapter's rule as it was before a change made after its results were seen, still runnable, and the
-record of each change (as :mod:`connlap_lite.rules_history` keeps them for E1-E3).
+record of each change (as :mod:`connlap_lite.verdicts.history` keeps them for E1-E3).
 
 ``RULE_CHANGES``               per change: the date, the rule it replaced and the new one, what changed and why;
 ``verdicts_rule1(report)``     rule 1, the rule stated with the chapter's first measurements;
@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from ..stats import mean_interval
+from ..measure.stats import mean_interval
 from .sinks import INPUTS, middle_layers
 from .statements import COLLAPSE, PROPOSITION_TOL, _both, _mean, _passages, _row, side, verdicts
 

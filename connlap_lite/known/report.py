@@ -2,7 +2,7 @@
 
 :func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
 one repeated token); :func:`known_results` does so for a model and its null, caches the JSON (through
-:mod:`connlap_lite._cache`, as :func:`connlap_lite.analysis.analyze` does) and adds the verdicts
+:mod:`connlap_lite.measure.cache`, as :func:`connlap_lite.measure.analysis.analyze` does) and adds the verdicts
 (:mod:`connlap_lite.known.statements`).
 
 Chapter: *Known results, reproduced*.
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import torch
 
-from .. import metrics as M
-from .._cache import cached, folder_identity, load
-from ..adapters import describe
-from ..extraction import attention_walks
-from ..models import load_model, model_name
-from ..nulls import NULL_SEED
-from ..text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
-from ..text import corpus as corpus_texts
-from ..text import passages_with_windows
+from ..measure import metrics as M
+from ..measure.cache import cached, folder_identity, load
+from ..models.adapters import describe
+from ..models.extraction import attention_walks
+from ..models.load import load_model, model_name
+from ..models.twins import NULL_SEED
+from ..models.text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
+from ..models.text import corpus as corpus_texts
+from ..models.text import passages_with_windows
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .sinks import EPS, INPUTS, first_token_scores, position_spread, random_tokens, repeated_tokens, sink_rate
 from .statements import verdicts
@@ -117,7 +117,7 @@ def measure(model, tokenizer, natural: dict, *, seed: int = 0) -> dict:
     the natural text adds the sink masses (``mass_*``, ``norm_*``), ``column_defect(_nosink)``,
     ``walk_residual``, ``walk_spread``, ``state_residual``, ``tv``, ``tv_norm``, ``head_tv`` (adjacent
     layers), the same three with suffix ``2`` (layers two apart) and ``tv_norm_cross`` (adjacent layers, passage
-    ``b`` against passage ``b + 1``'s next layer: :func:`connlap_lite.metrics.cross_passage_distance`).
+    ``b`` against passage ``b + 1``'s next layer: :func:`connlap_lite.measure.metrics.cross_passage_distance`).
     :func:`known_results` calls it for the model and its null on one batch; the tests run it on tiny random models.
     The batch holds at least 2 passages (the cross-passage null pairs them).
 
@@ -141,11 +141,11 @@ def seed_defects(model, natural: dict) -> dict:
 
 def natural_record(report: dict) -> dict:
     """The natural-text measurements of a :func:`known_results` report in the shape of an
-    :func:`connlap_lite.analysis.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
-    record's readers (:func:`connlap_lite.record.layer_means`, :func:`connlap_lite.record.layer_curve`) read them.
+    :func:`connlap_lite.measure.analysis.analyze` record, ``{"conditions": {condition: {metric: per-layer lists}}}``, so that the
+    record's readers (:func:`connlap_lite.verdicts.record.layer_means`, :func:`connlap_lite.verdicts.record.layer_curve`) read them.
 
     >>> from connlap_lite.known import toy_report
-    >>> from connlap_lite.record import layer_means
+    >>> from connlap_lite.verdicts.record import layer_means
     >>> [round(float(v), 4) for v in layer_means(natural_record(toy_report()), "head_tv")]
     [0.1035, 0.1035]
     """
@@ -188,20 +188,21 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     """The chapter's measurements on model ``name`` and on its random-init null, with the verdicts.
 
     Returns a JSON-able dict: model facts, the passages read (``corpus``, ``bos``, ``split``, ``windows``: as
-    :func:`connlap_lite.analysis.analyze` reads them, from the same arguments), ``sink_rate``
+    :func:`connlap_lite.measure.analysis.analyze` reads them, from the same arguments), ``sink_rate``
     (``{condition: {input: mean rate}}`` for the conditions ``trained`` (or ``random`` with ``random_init``) and
     ``random0``, inputs ``natural``, ``random``, ``repeated``), ``conditions`` (every measurement, per layer and
     passage; an encoder adds ``random1`` to ``random4`` with the column-sum defect only, :func:`seed_defects`,
     which the sinkformer statement compares with as units) and ``verdicts`` (:func:`verdicts`). Every condition
     reads one batch of passages, cut once. Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
-    :func:`connlap_lite.analysis.analyze`: a cache that cannot be written is a warning, the report is returned),
+    :func:`connlap_lite.measure.analysis.analyze`: a cache that cannot be written is a warning, the report is returned),
     keyed by the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the
-    verdicts are recomputed on every call.  (``_load``: :func:`connlap_lite.analysis.analyze`'s model, tokenizer
-    and null ``random_like(model, NULL_SEED)``, already loaded, as a function returning the three.)
+    verdicts are recomputed on every call.  (``_load``: :func:`connlap_lite.measure.analysis.analyze`'s model,
+    tokenizer, null ``random_like(model, NULL_SEED)`` and ``(batch, windows)`` of these arguments, already loaded
+    and cut, as a function returning the four: :func:`connlap_lite.__main__.analyze_with_known`.)
 
     Chapter: *Known results, reproduced*.
     """
-    from ..nulls import random_like
+    from ..models.twins import random_like
 
     name = model_name(name)
     n_passages, n_tokens = check_sizes(n_passages, n_tokens)
@@ -222,14 +223,13 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
 
     def loaded():
         model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
-        return model, tok, random_like(model, NULL_SEED)
+        cut = passages_with_windows(tok, n_passages, n_tokens, seed=seed,
+                                    texts=corpus_texts(corpus) if texts is None else texts, bos=bos, split=split)
+        return model, tok, random_like(model, NULL_SEED), cut
 
     def compute() -> dict:
         start = time.perf_counter()
-        model, tok, null = (_load or loaded)()
-        batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed,
-                                               texts=corpus_texts(corpus) if texts is None else texts, bos=bos,
-                                               split=split)
+        model, tok, null, (batch, windows) = (_load or loaded)()
         facts = describe(model)
         main = "random" if random_init else "trained"
         report = {"schema": SCHEMA, "model": name, "family": facts["family"],

@@ -9,9 +9,9 @@ import math
 import torch
 
 from .._backend import to_tensor
-from ..record import random_nulls
-from ..stats import mean_interval, seed_p
-from ..verdicts import ALPHA, MIN_PASSAGES, MIN_SEEDS
+from ..verdicts.record import random_nulls
+from ..measure.stats import mean_interval, seed_p
+from ..verdicts.words import ALPHA, MIN_PASSAGES, MIN_SEEDS
 from .sinks import INPUTS, middle_layers
 
 PROPOSITION_TOL = 1e-4    # float32 rounding through a few dozen layers stays far below this (the chapter shows it)
@@ -33,7 +33,7 @@ def _passages(values, layers=None) -> torch.Tensor:
 
 def interval(diff, n_boot: int = 1000) -> tuple[float, float, float]:
     """Mean of per-passage values and its 95% interval: the percentile bootstrap (passages resampled,
-    :func:`connlap_lite.stats.mean_interval`) widened about the mean by :func:`connlap_lite.stats.expansion` of
+    :func:`connlap_lite.measure.stats.mean_interval`) widened about the mean by :func:`connlap_lite.measure.stats.expansion` of
     the number of passages (Hesterberg's expanded percentile bootstrap: 1.29 times wider at 8 passages, where the
     plain interval lies above 0 in about 6% of draws without an effect). NaN where a value is not finite.
 
@@ -120,7 +120,7 @@ def _finite(*values) -> bool:
 
 
 def _enough(verdict: str, passages: int) -> str:
-    """``verdict``, or "insufficient data" below :data:`connlap_lite.verdicts.MIN_PASSAGES` passages (undefined
+    """``verdict``, or "insufficient data" below :data:`connlap_lite.verdicts.words.MIN_PASSAGES` passages (undefined
     and not comparable stay)."""
     return "insufficient data" if passages < MIN_PASSAGES and verdict not in ("undefined", "not comparable") \
         else verdict
@@ -149,7 +149,7 @@ def order(steps, overall) -> str:
 def below_seeds(tested, value: float, seeds) -> tuple[str, float, float]:
     """A trained ``value`` against the random-init ``seeds`` (each seed's value on the same passages) with the
     seeds as units, and ``tested``, ``[mean, lo, hi]`` of the seeds' mean minus the trained value per passage:
-    **agree** if that interval lies above 0 and :func:`connlap_lite.stats.seed_p` puts the trained value below the
+    **agree** if that interval lies above 0 and :func:`connlap_lite.measure.stats.seed_p` puts the trained value below the
     seeds (p < ALPHA), **disagree** if the interval lies below 0 and the trained value is above the seeds by the
     same test, **inconclusive** otherwise, **undefined** if a number is not finite.  Returns the verdict and the
     two one-sided p-values (below, above).
@@ -180,9 +180,9 @@ def verdicts(report: dict) -> list[dict]:
     **inconclusive** when it holds 0 (:func:`side`; a statement of two parts agrees only if both do). A
     statement is **not comparable** where the model lacks what it is about, **undefined** where a number it
     compares is not finite, and, except for the two exact statements, **insufficient data** below
-    :data:`connlap_lite.verdicts.MIN_PASSAGES` (8) passages, and for ``sinkformer`` below
-    :data:`connlap_lite.verdicts.MIN_SEEDS` (3) random-init seeds.  On the synthetic reports of
-    :func:`connlap_lite.synthetic.known` (8 passages), every statistical statement says "agree" in at most 5%
+    :data:`connlap_lite.verdicts.words.MIN_PASSAGES` (8) passages, and for ``sinkformer`` below
+    :data:`connlap_lite.verdicts.words.MIN_SEEDS` (3) random-init seeds.  On the synthetic reports of
+    :func:`connlap_lite.known.synthetic.report` (8 passages), every statistical statement says "agree" in at most 5%
     of draws without an effect and in at least 80% with the effect stated in ``tests/test_rules.py``. The
     statements:
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import torch
 
-from ..adapters import adapter_for
+from ..models.adapters import adapter_for
 from .distances import _TINY
 
 

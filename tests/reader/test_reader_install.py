@@ -76,8 +76,8 @@ def reader_env(wheel: Path) -> dict:
 
 def test_sdist_and_wheel_carry_every_module_and_py_typed(dist):
     expected = package_sources(dist["src"])
-    assert {"connlap_lite/py.typed", "connlap_lite/adapters/__init__.py", "connlap_lite/corpora/corpora.json",
-            "connlap_lite/corpora/narrative.json.xz"} <= expected
+    assert {"connlap_lite/py.typed", "connlap_lite/models/adapters/__init__.py", "connlap_lite/models/corpora/corpora.json",
+            "connlap_lite/models/corpora/narrative.json.xz"} <= expected
     with zipfile.ZipFile(dist["wheel"]) as whl:
         in_wheel = set(whl.namelist())
         metadata = next(whl.read(n).decode() for n in in_wheel if n.endswith(".dist-info/METADATA"))

@@ -1,0 +1,5 @@
+"""Verdicts: the measurement record and its read-only Report, the verdict words, the rules in force, their history, the
+scorecard's table, synthetic records whose answer is known.
+
+Names are read from their modules (``connlap_lite.verdicts.words.<module>``); the package's public face is ``connlap_lite`` itself.
+"""
