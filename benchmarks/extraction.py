@@ -105,9 +105,9 @@ def _tl_bridge(model):
 def _variants(names, model, batch, encoder, bridge=None):
     from connlap_lite import attention_walks
     from connlap_lite.measure.analysis import measure
-    from connlap_lite.models.extraction import _forward_options
+    from connlap_lite.models.extraction import forward_options
 
-    opts = _forward_options(model)
+    opts = forward_options(model)
     B = batch["input_ids"].shape[0]
 
     def edges():

@@ -15,9 +15,10 @@ module             idea
                    files), ``adapters`` (one small module per weight layout), ``extraction`` (layers streamed as
                    walks, hooks in a context manager), ``rebuild`` (attention from the model's own queries, keys and
                    mask), ``verify`` (the walk against each module's output), ``text`` (passages from three
-                   corpora), ``footprint`` and ``memory`` (what a measurement holds, refused before it is spent)
+                   corpora), ``footprint`` and ``memory`` (what a measurement holds, refused before it is spent),
+                   ``twins`` (random-init twins: a model's architecture with fresh weights)
 ``measure``        measuring: ``metrics`` (each by its formula, E1-E3), ``edges`` (edge transports from their
-                   factors), ``nulls`` (rotated and Gaussian heads, random-init twins, shuffled passages, 4-bit),
+                   factors), ``nulls`` (rotated and Gaussian heads, shuffled passages, 4-bit),
                    ``stats`` (bootstrap, Spearman, Holm), ``analysis`` (``analyze``: every metric against its nulls),
                    ``cache``, ``rivals`` (the rival readings' forwards), ``ladder`` (E3 on one family's sizes)
 ``verdicts``       judging: ``record`` (the measurement record's shape and the read-only ``Report``), ``words``
@@ -26,7 +27,7 @@ module             idea
                    ``readings`` (the rival readings' rules), ``scorecard`` (the verdict table), ``synthetic``
                    (records whose answer is known: the rules' size and power)
 ``known``          five published results about attention, reproduced (the chapter of that name):
-                   ``sinks``, ``stream``, ``distances``, ``report``, ``statements``, ``history``
+                   ``sinks``, ``stream``, ``distances``, ``report``, ``statements``, ``history``, ``synthetic``
 ``pages``          the book's pages: ``findings`` (each empirical chapter's computed paragraphs), ``boxes`` (the
                    verdicts in words), ``prose`` (numbers into words), ``plots``, ``edition`` (glued figures and
                    paragraphs, the Colab edition's set-up), ``settings`` (the book's models and samples),

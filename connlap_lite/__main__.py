@@ -262,7 +262,7 @@ def _verify(args, ap) -> int:
     from .models.load import load_model
     from .models.text import passages
     from .models.extraction import tolerance
-    from .models.verify import _short, misses, verify
+    from .models.verify import short, misses, verify
 
     model, tok = load_model(args.model, device=args.device)
     limit = max_positions(model)
@@ -282,7 +282,7 @@ def _verify(args, ap) -> int:
     message = misses(model, rows, tol)
     if message:
         raise ValueError(message)
-    print(f"every layer within {_short(tol)}: the walk reproduces each attention module's output")
+    print(f"every layer within {short(tol)}: the walk reproduces each attention module's output")
     return 0
 
 
@@ -373,12 +373,13 @@ def _missing(report, claim: str, verdict: dict) -> str:
 def analyze_with_known(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0,
                        random_init: bool = False, texts: list[str] | None = None, corpus: str = "pydoc",
                        bos: bool | None = None, split: str = "exploratory", device: str = "cpu",
-                       refresh: bool = False, progress: bool = True, **analysis):
+                       cache: bool = True, refresh: bool = False, progress: bool = True, **analysis):
     """What ``connlap analyze MODEL`` measures: :func:`connlap_lite.measure.analysis.analyze` (E1 to E3's metrics
     against their nulls) and :func:`connlap_lite.known.known_results` (the chapter *Known results, reproduced*)
     on one model loaded once, one batch of passages cut once (the asked corpus, BOS setting and split) and one
     random-init null, ``random_like(model, NULL_SEED)``. Returns the analysis's report with the known results under
-    ``"known_results"``. ``analysis``: further arguments of ``analyze`` (``random_seeds``, ``shuffle``, ...).
+    ``"known_results"``. ``analysis``: further arguments of ``analyze`` (``random_seeds``, ``shuffle``, ...), but
+    not ``q4``: the known results measure the model as it is.
 
     Either report may come from the cache: the model is then loaded only for what is not cached.
     """
@@ -387,17 +388,20 @@ def analyze_with_known(name: str, *, n_passages: int = 16, n_tokens: int = 128, 
     from .models.twins import NULL_SEED, random_like
     from .verdicts.record import Report
 
+    if analysis.get("q4"):
+        raise ValueError("q4 must be False here: the known results measure the model as it is; call "
+                         "connlap_lite.measure.analysis.analyze(name, q4=True) for the 4-bit ablation alone")
     sizes = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
                  corpus=corpus, bos=bos, split=split, device=device)
     held: dict = {}
-    report = analyze(name, **sizes, refresh=refresh, progress=progress, keep=held, **analysis)
+    report = analyze(name, **sizes, cache=cache, refresh=refresh, progress=progress, keep=held, **analysis)
     load = None
     if "model" in held:                             # measured just now: the same model, batch and twin
         def load():
             model, twin = held.pop("model"), held.pop("twin", None)
             return (model, held.pop("tokenizer"), twin if twin is not None else random_like(model, NULL_SEED),
                     held.pop("passages"))
-    known = known_results(name, **sizes, cache=not refresh, _load=load)
+    known = known_results(name, **sizes, cache=cache and not refresh, _load=load)
     return Report({**report.to_dict(), "known_results": known})
 
 

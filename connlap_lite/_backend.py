@@ -55,7 +55,7 @@ def to_tensor(x: Array, name: str, *, ndim: int | tuple[int, ...] | None = None,
         if t.ndim not in allowed:
             want = " or ".join(str(k) for k in allowed)
             raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(t.shape)}")
-    if finite and t.numel() and not _all_finite(t):
+    if finite and t.numel() and not all_finite(t):
         bad = "NaN" if bool(torch.isnan(t).any()) else "inf"
         raise ValueError(f"{name} contains {bad}; pass finite values")
     return t
@@ -137,12 +137,12 @@ def check_float_dtype(dtype, name: str = "dtype") -> None:
                         f"got {dtype!r}")
 
 
-def _all_finite(t: torch.Tensor) -> bool:
+def all_finite(t: torch.Tensor) -> bool:
     """Whether every entry is finite, in one reduction: NaN propagates to both ends, inf shows at one.  A permuted
     view of a contiguous tensor (a head-split weight) is read in its memory order, four times faster.
 
     >>> W = torch.ones(4, 6); W[1, 5] = float("nan")
-    >>> _all_finite(W), _all_finite(W.reshape(4, 2, 3).permute(1, 0, 2)), _all_finite(torch.ones(3, 2).t())
+    >>> all_finite(W), all_finite(W.reshape(4, 2, 3).permute(1, 0, 2)), all_finite(torch.ones(3, 2).t())
     (False, False, True)
     """
     if not t.is_contiguous():
@@ -238,7 +238,7 @@ def _lapack_on_cpu(t: torch.Tensor) -> bool:
     """NumPy can take ``t``: a finite float32/float64 CPU tensor outside autograd (anything else goes to torch,
     which raises its own clear error on NaN or inf)."""
     return t.device.type == "cpu" and not t.requires_grad and t.numel() > 0 and \
-        t.dtype in (torch.float32, torch.float64) and _all_finite(t)
+        t.dtype in (torch.float32, torch.float64) and all_finite(t)
 
 
 def eigvalsh(K: torch.Tensor) -> torch.Tensor:

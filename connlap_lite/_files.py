@@ -19,8 +19,12 @@ from pathlib import Path
 TEMP_MARKERS = (".tmp-", ".part-")
 
 
+_HASHED: dict[tuple, str] = {}
+
+
 def sha256_of(path: Path, block: int = 1 << 24) -> str:
-    """The sha256 of a file, read in blocks.
+    """The sha256 of a file, read in blocks; remembered for this process while its size, time and inode are
+    unchanged (a model file of a GB is checked once per process, not on every load).
 
     Examples
     --------
@@ -30,11 +34,15 @@ def sha256_of(path: Path, block: int = 1 << 24) -> str:
     >>> sha256_of(p)[:16]
     'ba7816bf8f01cfea'
     """
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(block):
-            h.update(chunk)
-    return h.hexdigest()
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _HASHED:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(block):
+                h.update(chunk)
+        _HASHED[key] = h.hexdigest()
+    return _HASHED[key]
 
 
 def temporary(target: Path, kind: str = "tmp") -> Path:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ._backend import check_shape, harmonise, is_numpy, out, to_tensor
-from .transports import ConstantTransport, HeadTransports, MixtureTransport, _over, check_heads
+from .transports import ConstantTransport, HeadTransports, MixtureTransport, over, check_heads
 from .walks import ConnectionWalk
 
 
@@ -256,10 +256,10 @@ def walk_from_heads(A, heads: HeadTransports, *, offset=None) -> ConnectionWalk:
         raise ValueError(f"A has {H} heads but heads has {heads.n_heads}; pass one transport per head")
     if A.numel() and float(A.amin()) < 0:              # one reduction: no (H, n, n) mask
         raise ValueError("A must be nonnegative (attention probabilities)")
-    return _gated_walk(A, heads, offset, numpy)
+    return gated_walk(A, heads, offset, numpy)
 
 
-def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False,
+def gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, own: bool = False,
                 lazy: bool = False) -> ConnectionWalk:
     """The multi-head walk from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
     (patterns that the caller computed and no one else holds) and their weights are not checked again;
@@ -269,9 +269,9 @@ def _gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, 
     if lazy and A.dtype == heads.U.dtype:          # read from A and P as they are needed, nothing stored
         return ConnectionWalk(P, MixtureTransport._gated(A, P, heads), offset=offset, numpy=numpy)
     if own:                                        # H * gamma^h = A^h / P, written into A
-        return ConnectionWalk(P, MixtureTransport._trusted(_over(A, P, inplace=True), heads), offset=offset,
+        return ConnectionWalk(P, MixtureTransport._trusted(over(A, P, inplace=True), heads), offset=offset,
                               numpy=numpy)
-    return ConnectionWalk(P, MixtureTransport(_over(A, P), heads), offset=offset, numpy=numpy)
+    return ConnectionWalk(P, MixtureTransport(over(A, P), heads), offset=offset, numpy=numpy)
 
 
 def sha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
@@ -322,4 +322,4 @@ def mha_walk(X, weights: AttentionWeights, **masks) -> ConnectionWalk:
     """
     numpy = is_numpy(X)                                  # X's kind decides what the walk returns, not A's
     A = attention_patterns(to_tensor(X, "X", ndim=2), _weights(weights), **masks)
-    return _gated_walk(A, weights.transports(), weights.offset(), numpy, own=True)   # A: softmax's, ours alone
+    return gated_walk(A, weights.transports(), weights.offset(), numpy, own=True)   # A: softmax's, ours alone

@@ -149,7 +149,7 @@ def reversibility(P: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
     return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
 
 
-def _reach(P: torch.Tensor) -> torch.Tensor:
+def reach(P: torch.Tensor) -> torch.Tensor:
     """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``P_ij > 0``; ``i`` from
     itself), by repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
     eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
@@ -198,7 +198,7 @@ def stationary_distribution(P, *, atol: float | None = None):
     _row_stochastic(P, atol)
     P64 = P.detach().double()
     P64 = P64 / P64.sum(1, keepdim=True)
-    R = _reach(P64)
+    R = reach(P64)
     if not bool(R.all(0).any()):                    # closed classes: tokens that reach only tokens reaching them
         closed = (~R | R.T).all(1)
         classes = len({tuple(row.tolist()) for row in R[closed]})
@@ -241,7 +241,14 @@ def reversibility_defect(P, pi=None):
     return out(reversibility(P, pi), numpy)
 
 
-def _scaled_isometry_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
+def singular_value_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
+    """The scaled-isometry defect from singular values ``s`` (``(..., k)``): ``sqrt(1 - (sum s)^2 / (k sum s^2))``
+    over the values above ``rtol`` times the largest, in the stable form; what :func:`isometry_defect` and
+    ``connlap_lite.measure.metrics.scaled_isometry_defect`` (from a head's factors) both compute.
+
+    >>> float(singular_value_defect(torch.tensor([2.0, 2.0, 1e-20]), 1e-12))
+    0.0
+    """
     top = s.max(-1, keepdim=True).values
     if bool((top == 0).any()):
         raise ValueError("T is zero: the scaled-isometry defect is undefined for the zero map; leave that map out")
@@ -289,7 +296,7 @@ def isometry_defect(T, *, rtol: float | None = None):
         d = max(T.shape[-2:])
     if rtol is None:
         rtol = d * torch.finfo(s.dtype).eps
-    return out(_scaled_isometry_defect(s, rtol), numpy)
+    return out(singular_value_defect(s, rtol), numpy)
 
 
 def symmetry_defect(walk: ConnectionWalk):
@@ -309,7 +316,7 @@ def symmetry_defect(walk: ConnectionWalk):
     den = torch.linalg.norm(T, dim=(-2, -1))[on]
     ratio = torch.where(den > 0, num / den.clamp_min(torch.finfo(den.dtype).tiny), torch.full_like(den, math.nan))
     undefined(ratio, "symmetry_defect", "an edge's transport T_ij is the zero map (a relative defect of 0)")
-    return out(ratio.max(), walk._numpy)
+    return out(ratio.max(), walk.returns_numpy)
 
 
 def dirichlet_energy(walk: ConnectionWalk, f, pi=None):

@@ -119,6 +119,41 @@ class HeadTransports:
             h = [h]
         return HeadTransports(self.U[h], self.V[h], groups=None if self.groups is None else self.groups[h])
 
+    def cached(self, key: tuple, make):
+        """What ``make()`` returns, computed on first use and kept on these heads under ``key`` (a tuple naming the
+        derivation and its dtype): how a measurement keeps what it derives from the factors (a Gram, triangular
+        factors, condition numbers) with the heads it belongs to; the factors never change, so neither does it.
+
+        >>> heads = HeadTransports(torch.ones(2, 3, 1), torch.ones(2, 1, 3))
+        >>> heads.cached(("norms",), lambda: heads.U.norm()) is heads.cached(("norms",), lambda: None)
+        True
+        """
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def rotated(self, R: torch.Tensor) -> "HeadTransports":
+        """The heads ``U_h R_h V_h`` for orthogonal ``R`` ``(H, r, r)``, in float64, their triangular factors
+        (:meth:`cores`) derived from these heads' own (``U R = Q_u (R_u R)``, a ``d_h x d_h`` QR) and kept.
+
+        >>> heads = HeadTransports(torch.randn(2, 4, 2, dtype=torch.float64), torch.randn(2, 2, 4, dtype=torch.float64))
+        >>> R = torch.linalg.qr(torch.randn(2, 2, 2, dtype=torch.float64))[0]
+        >>> bool(torch.allclose(heads.rotated(R).singular_values(), HeadTransports(heads.U @ R, heads.V).singular_values()))
+        True
+        """
+        Ru, Rv = self.cores(torch.float64)
+        out = HeadTransports(self.U.double() @ R, self.V.double())
+        out._cache[("left", torch.float64)] = torch.linalg.qr(Ru @ R, mode="r")[1]
+        out._cache[("right", torch.float64)] = Rv
+        return out
+
+    def scaled_reads(self, gain: torch.Tensor) -> "HeadTransports":
+        """The heads ``T_h diag(gain)``: each read map's columns scaled, the write factors ``U_h`` and their
+        triangular factors (:meth:`cores`, computed or not) carried over unchanged."""
+        out = HeadTransports(self.U, self.V * gain.to(self.V)[None, None, :], groups=self.groups, offset=self.offset)
+        out._cache.update({k: v for k, v in self._cache.items() if k[0] == "left"})
+        return out
+
     def dense(self) -> torch.Tensor:
         """The ``(H, d, d)`` matrices ``T_h = U_h V_h``."""
         return self.U @ self.V
@@ -251,7 +286,7 @@ class ConstantTransport(Transport):
         return ConstantTransport(self.T.to(**kw))
 
 
-def _over(patterns: torch.Tensor, mean: torch.Tensor, *, inplace: bool = False) -> torch.Tensor:
+def over(patterns: torch.Tensor, mean: torch.Tensor, *, inplace: bool = False) -> torch.Tensor:
     """``patterns / mean``, and ``patterns`` itself where ``mean`` is 0: the gate weights ``H gamma^h = A^h / P``
     of nonnegative patterns ``A`` (``(H, ...)``) over their head mean ``P`` (where ``P`` is 0 so is every
     ``A^h``, and so is its weight).  The one formula of the gates, whichever way a walk stores them;
@@ -309,18 +344,18 @@ class MixtureTransport(Transport):
 
     @classmethod
     def _gated(cls, base: torch.Tensor, mean: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
-        """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`_over`), never stored:
+        """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`over`), never stored:
         each block of rows that :meth:`apply` uses is formed on the fly (the same numbers), and :attr:`weights`
         forms them all on first access.  For checked patterns of the heads' dtype
         (:meth:`connlap_lite.LayerWalks.walk`'s, ``mean`` its walk's own ``P``), so that a walk is built
         without a second ``(H, n, n)`` array, nor a second ``(n, n)`` one, beside its attention."""
         if base.dtype != heads.U.dtype or mean.dtype != base.dtype:
-            return cls(_over(base, mean), heads)
+            return cls(over(base, mean), heads)
         t = cls.__new__(cls)
         t._weights, t._base, t._mean, t.heads, t.d = None, base, mean, heads, heads.d
         return t
 
-    def _own(self) -> None:
+    def keep_weights(self) -> None:
         """Form and keep the weights, letting go of the patterns they are read from."""
         self.weights
 
@@ -328,7 +363,7 @@ class MixtureTransport(Transport):
         """``weights[:, i:j]``, formed from the patterns if the weights are not stored."""
         if self._weights is not None:
             return self._weights[:, i:j]
-        return _over(self._base[:, i:j], self._mean[i:j])
+        return over(self._base[:, i:j], self._mean[i:j])
 
     def apply(self, P, F):
         """``sum_h (P * weights_h) @ (F V_h^T) U_h^T``, a block of rows at a time: the gated weights

@@ -91,6 +91,13 @@ class ConnectionWalk:
             check_shape(self.offset, "offset", (self.d,) if self.offset.ndim == 1 else (n, self.d))
 
     # ------------------------------------------------------------------ shape
+
+    @property
+    def returns_numpy(self) -> bool:
+        """Whether the walk's methods, and the functions that read it, return NumPy arrays (``P`` was one, or
+        ``numpy=True``) rather than tensors."""
+        return self._numpy
+
     @property
     def n(self) -> int:
         """Number of tokens (vertices)."""

@@ -1,4 +1,5 @@
 """The command line fails fast and in one line: outputs checked before the analysis, no traceback, no retries."""
+import json
 import os
 import subprocess
 import sys
@@ -354,3 +355,38 @@ def test_scorecard_names_a_malformed_report_file_and_its_problem(tmp_path, capsy
     (tmp_path / "anonymous.json").write_text(json.dumps({k: v for k, v in fake("c").items() if k != "family"}))
     assert main(["scorecard", str(good), str(tmp_path / "anonymous.json")]) == 1
     assert f"error: {tmp_path / 'anonymous.json'} lacks ['family']" in capsys.readouterr().err
+
+
+# --- analyze end to end, in a process of its own
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "connlap_lite", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_rejects_bad_arguments(tmp_path):
+    r = run_cli("analyze", "minilm-l6", "--passages", "1")
+    assert r.returncode == 2 and "--passages must be at least 2" in r.stderr
+    r = run_cli("analyze", "minilm-l6", "--texts", str(tmp_path / "missing.txt"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run_cli("analyze", "minilm-l6", "--json", str(tmp_path))
+    assert r.returncode == 2 and "is a folder" in r.stderr
+    r = run_cli("analyze")
+    assert r.returncode == 2 and "model" in r.stderr
+    r = run_cli("analyze", "no-such-model-here", "--no-cache")
+    assert r.returncode == 1 and "Offline short names" in r.stderr
+
+
+def test_cli_analyze_offline_model(tmp_path):
+    texts = tmp_path / "t.txt"
+    texts.write_text("\n\n".join(["The connection walk carries each message along its edge. " * 20] * 3))
+    out = tmp_path / "r.json"
+    r = run_cli("analyze", "minilm-l6", "--texts", str(texts), "--passages", "3", "--tokens", "16",
+                "--json", str(out), "--no-cache")
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled", "shuffled1", "shuffled2", "shuffled3", "shuffled4"} | {f"random{s}" for s in range(5)}
+    # three passages are below the rules' minimum (connlap_lite.verdicts.words.MIN_PASSAGES): too little data for a verdict
+    assert rep["verdicts"]["E1"]["verdict"] == "insufficient data" and "cross_passage_tv_norm_nosink" in rep["conditions"]["trained"]
+    assert rep["verdicts"]["E2"]["verdict"] == "insufficient data" and "sink_columns" in rep
+    assert len(rep["conditions"]["trained"]["head_defect"]) == 6
+    assert len(rep["conditions"]["trained"]["tv"]) == 5
+    assert "head_defect" in r.stdout

@@ -77,7 +77,7 @@ def test_flipped_byte_in_converted_weights_is_rebuilt(fake):
     want = weights_sum(models.load_model("fake-tiny")[0])
     st = target / "model.safetensors"
     flip_byte(st, st.stat().st_size - 7)                 # a weight's byte, the header intact: loads silently today
-    offline._HASHED.clear()
+    _files._HASHED.clear()
     got = weights_sum(models.load_model("fake-tiny")[0])
     assert got == want and len(calls) == 2
 
@@ -118,7 +118,7 @@ def test_copy_marked_complete_that_fails_to_load_is_rebuilt_once(fake):
     marker = json.loads((target / models.MARKER).read_text())     # the marker agrees: only loading tells
     marker["files"]["config.json"] = hashlib.sha256((target / "config.json").read_bytes()).hexdigest()
     (target / models.MARKER).write_text(json.dumps(marker))
-    offline._HASHED.clear()
+    _files._HASHED.clear()
     model, _ = models.load_model("fake-tiny")
     assert len(calls) == 2 and model.config.model_type == "llama"
 
@@ -204,17 +204,17 @@ def packaged(tmp_path, monkeypatch):
 
 def test_packaged_gguf_is_checked_before_conversion(packaged):
     spec, path = packaged
-    assert offline._packaged(spec, "fake-gguf") == path
+    assert offline.packaged(spec, "fake-gguf") == path
     flip_byte(path, 5000)                                 # one flipped byte: refused, never converted
     with pytest.raises(OSError, match=r"model 'fake-gguf': .*model.gguf has size 10240 and sha256 .* the file is "
                                       r"damaged; reinstall 'fakegguf==0'"):
-        offline._packaged(spec, "fake-gguf")
+        offline.packaged(spec, "fake-gguf")
     path.write_bytes(path.read_bytes()[:100])             # torn
     with pytest.raises(OSError, match="has size 100"):
-        offline._packaged(spec, "fake-gguf")
+        offline.packaged(spec, "fake-gguf")
     path.unlink()
     with pytest.raises(FileNotFoundError, match="is missing; reinstall"):
-        offline._packaged(spec, "fake-gguf")
+        offline.packaged(spec, "fake-gguf")
 
 
 def test_every_offline_gguf_has_a_pinned_hash():
@@ -227,7 +227,7 @@ def test_every_offline_gguf_has_a_pinned_hash():
 @pytest.mark.parametrize("name", ["smollm2-135m", "minilm-l6"])
 def test_real_packaged_files_match_their_pins(name):
     spec = offline.PACKAGED[name]
-    assert offline._packaged(spec, name).stat().st_size == spec.size
+    assert offline.packaged(spec, name).stat().st_size == spec.size
 
 
 @pytest.fixture
@@ -266,7 +266,7 @@ def test_gemma_is_assembled_by_the_project_into_the_cache(cache):
     assert path.parent == cache and path.stat().st_size == offline.CHUNKED["gemma3-270m"].size
     with open(path, "r+b") as f:                           # a torn copy: rebuilt, not an error to act on
         f.truncate(1000)
-    offline._HASHED.clear()
+    _files._HASHED.clear()
     again = offline.assemble(offline.CHUNKED["gemma3-270m"], "gemma3-270m")
     assert again.stat().st_size == offline.CHUNKED["gemma3-270m"].size
     assert models._source("gemma3-270m") == (str(cache), {"gguf_file": "gemma-3-270m-q4_k_m.gguf"})

@@ -1,7 +1,7 @@
 """The rules are frozen: a digest of each rule function's code and of the rules' constants, per claim and rule.
 
 Rule 4 (E1, E3) and rule 5 (E2) were registered on 2026-12-04 (``connlap_lite.verdicts.history.RULE_CHANGES``) and
-frozen here, with the confirmation split's seed (``report.CONFIRMATION_SEED``).  Changing the code of a rule in force
+frozen here, with the confirmation split's seed (``rules.CONFIRMATION_SEED``).  Changing the code of a rule in force
 (or a constant it reads) fails ``test_the_rules_in_force_are_the_frozen_ones`` until a new dated rule is registered
 in ``RULE_CHANGES``, the old one kept runnable in ``connlap_lite.verdicts.history`` (and its digest kept here, under its
 number), and the new one's digest added here.  A digest covers a function's code, not its docstring or comments
@@ -371,7 +371,7 @@ def test_the_rules_in_force_are_the_frozen_ones(key):
     changed = sorted(p for p in FROZEN[key] if now.get(p) != FROZEN[key][p])
     assert set(now) == set(FROZEN[key]), f"rule {key} lists other functions than were frozen"
     assert not changed, (f"{', '.join(changed)} changed since rule {key[1]} of {key[0]} was frozen: register a new "
-                         "dated rule in rules_history.RULE_CHANGES, keep this one runnable there, and freeze the new "
+                         "dated rule in verdicts.history.RULE_CHANGES, keep this one runnable there, and freeze the new "
                          "one here (print_digests)")
 
 

@@ -1,7 +1,4 @@
 """Metrics for E1/E2 (connlap_lite.measure.metrics) and the analyze command line."""
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -143,40 +140,6 @@ def test_bootstrap_and_spearman():
     assert rho == pytest.approx(0.6) and p == pytest.approx(174 / 720)    # scipy's approximation: 0.208
     rho, p = stats.spearman(range(20), list(range(20)))
     assert rho == pytest.approx(1.0) and p < 1e-10
-
-
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "connlap_lite", *args], capture_output=True, text=True, timeout=600)
-
-
-def test_cli_rejects_bad_arguments(tmp_path):
-    r = run_cli("analyze", "minilm-l6", "--passages", "1")
-    assert r.returncode == 2 and "--passages must be at least 2" in r.stderr
-    r = run_cli("analyze", "minilm-l6", "--texts", str(tmp_path / "missing.txt"))
-    assert r.returncode == 2 and "no such file" in r.stderr
-    r = run_cli("analyze", "minilm-l6", "--json", str(tmp_path))
-    assert r.returncode == 2 and "is a folder" in r.stderr
-    r = run_cli("analyze")
-    assert r.returncode == 2 and "model" in r.stderr
-    r = run_cli("analyze", "no-such-model-here", "--no-cache")
-    assert r.returncode == 1 and "Offline short names" in r.stderr
-
-
-def test_cli_analyze_offline_model(tmp_path):
-    texts = tmp_path / "t.txt"
-    texts.write_text("\n\n".join(["The connection walk carries each message along its edge. " * 20] * 3))
-    out = tmp_path / "r.json"
-    r = run_cli("analyze", "minilm-l6", "--texts", str(texts), "--passages", "3", "--tokens", "16",
-                "--json", str(out), "--no-cache")
-    assert r.returncode == 0, r.stderr[-2000:]
-    rep = json.loads(out.read_text())
-    assert rep["layers"] == 6 and rep["encoder"] and set(rep["conditions"]) == {"trained", "shuffled", "shuffled1", "shuffled2", "shuffled3", "shuffled4"} | {f"random{s}" for s in range(5)}
-    # three passages are below the rules' minimum (connlap_lite.verdicts.words.MIN_PASSAGES): too little data for a verdict
-    assert rep["verdicts"]["E1"]["verdict"] == "insufficient data" and "cross_passage_tv_norm_nosink" in rep["conditions"]["trained"]
-    assert rep["verdicts"]["E2"]["verdict"] == "insufficient data" and "sink_columns" in rep
-    assert len(rep["conditions"]["trained"]["head_defect"]) == 6
-    assert len(rep["conditions"]["trained"]["tv"]) == 5
-    assert "head_defect" in r.stdout
 
 
 def test_read_write_overlap_and_q4():

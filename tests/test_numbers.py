@@ -171,7 +171,7 @@ def test_mixed_dtypes_compute_in_the_wider_one():
     f = torch.randn(5, 3, generator=g, dtype=torch.float64)
     want = P @ f @ T.T
     for walk in (ConnectionWalk(P.float(), T), ConnectionWalk(P, T.float()), ConnectionWalk(P.numpy(), T.float())):
-        got = torch.as_tensor(walk.apply(f.numpy() if walk._numpy else f))
+        got = torch.as_tensor(walk.apply(f.numpy() if walk.returns_numpy else f))
         assert got.dtype == torch.float64 and torch.allclose(got, want, atol=1e-5)
     w = AttentionWeights.random(d=8, n_heads=4, n_groups=2, seed=1)
     X = torch.randn(6, 8, generator=g, dtype=torch.float64)

@@ -89,7 +89,7 @@ def test_the_rules_in_their_frozen_form():
 
 
 # The digest of the rules as registered on 2026-12-04 (their source, helpers and constants). A change to a rule is a
-# new dated rule (rules_history), never an edit under the same date: this test fails first.
+# new dated rule (verdicts.history), never an edit under the same date: this test fails first.
 # Re-pinned 2026-12-05 (was 0914400e059858ec): the modules moved into the package's wings, and two docstrings of
 # the rules (dominance, self_loop) name the statistics and words at their new addresses; no code changed (the
 # frozen form before and after differs in those docstring lines only, checked that day).

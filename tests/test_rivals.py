@@ -13,7 +13,7 @@ import torch
 from connlap_lite.measure import metrics as M
 from connlap_lite.measure import rivals as R
 from connlap_lite.models.adapters import adapter_for
-from connlap_lite.models.extraction import _as_batch
+from connlap_lite.models.extraction import as_batch
 from connlap_lite.measure.analysis import _edge_values, _own_values, analyze, measure
 from connlap_lite.measure.edges import edge_singular_values
 from connlap_lite.models.extraction import attention_walks
@@ -106,7 +106,7 @@ def test_ablations_skip_the_blocks_before_the_layer_and_agree_with_whole_forward
     for layer, mean in enumerate(updates["mean_updates"]):
         for key, value in (("ablation_zero", torch.zeros_like(mean)), ("ablation_mean", mean)):
             with R.replaced_outputs(model, {layer: value}):
-                whole = R._readout(model, _as_batch(batch, "cpu", model), encoder)
+                whole = R._readout(model, as_batch(batch, "cpu", model), encoder)
             want = M.representation_change(whole, updates["base"]) if encoder else whole - updates["base"]
             assert torch.allclose(costs[key][layer], want, atol=1e-6), (family, key, layer)
 

@@ -157,11 +157,11 @@ def compare(new: dict, golden: dict, path: str = "") -> list[str]:
                 diffs.append(f"{where}: {new[key]!r} here, {golden[key]!r} in the golden file "
                              f"(more than {TOLERANCE[key]:g} apart)")
         elif new[key] != golden[key]:
-            diffs.append(f"{where}: {_short(new[key])} here, {_short(golden[key])} in the golden file")
+            diffs.append(f"{where}: {short(new[key])} here, {short(golden[key])} in the golden file")
     return diffs
 
 
-def _short(value, width: int = 300) -> str:
+def short(value, width: int = 300) -> str:
     text = repr(value)
     return text if len(text) <= width else text[:width] + f"... ({len(text)} characters)"
 

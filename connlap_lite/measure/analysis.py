@@ -402,7 +402,7 @@ SCHEMA = "2026-12-05.1"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
-# rules_history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
+# verdicts.history.MEASUREMENT_CHANGES (keys ending _pre1130, _pre1201); the passages' windows, fixed across BOS toggles.
 # 2026-12-04.1: the shuffled null drawn with SHUFFLES permutations ("shuffled", "shuffled1", ...), the first as before.
 # 2026-12-04.3 (on .1's branch as .2, .3): the rival readings (record.RIVAL_METRICS, RIVAL_HEAD_METRICS, RIVAL_EDGE_METRICS; rival_seconds);
 # the ablation costs of the trained model on its first ABLATION_PASSAGES passages (.2 had every passage, and the

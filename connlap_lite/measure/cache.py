@@ -43,7 +43,7 @@ def folder_identity(name: str) -> str | None:
     """For a local folder, a digest of its files' names, sizes and modification times; else None.
 
     The offline short names pin their packages' versions in the name of their files (and hashes
-    in :mod:`connlap_lite.models.load`), so their key is left as it was.
+    in :mod:`connlap_lite.models.offline`), so their key is left as it was.
     """
     if name in OFFLINE or not Path(name).expanduser().is_dir():
         return None

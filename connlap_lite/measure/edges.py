@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .._backend import eigvalsh, to_tensor
-from ..transports import HeadTransports, _over
+from ..transports import HeadTransports, over
 from ..transports import check_heads as _heads
 
 
@@ -77,8 +77,8 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
     if groups.tolist() == list(range(H)) and H * r <= d and w.device.type == "cpu" and not w.requires_grad:
         return _gated_triangular(w, heads)
     mha = groups.tolist() == list(range(H))
-    key = ("gated-gram", dt, tuple(groups.tolist()))
-    if key not in heads._cache:
+
+    def gram_and_core():
         U, V = heads.U.to(dt), heads.V.to(dt)
         flat = U.permute(1, 0, 2).reshape(d, H * r)
         gram = flat.T @ flat                                                  # blocks U_h^T U_k
@@ -86,9 +86,9 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
             gram = gram.reshape(H, r, H, r).permute(0, 2, 1, 3).reshape(H * H, r * r)
         first = [int(torch.nonzero(groups == g)[0]) for g in range(G)]
         Vg = torch.cat([V[h] for h in first], 0)                              # (G d_h, d)
-        Rv = torch.linalg.qr(Vg.T, mode="r")[1].contiguous()                  # (min(d, G d_h), G d_h)
-        heads._cache[key] = (gram, Rv)
-    gram, Rv = heads._cache[key]
+        return gram, torch.linalg.qr(Vg.T, mode="r")[1].contiguous()         # Rv: (min(d, G d_h), G d_h)
+
+    gram, Rv = heads.cached(("gated-gram", dt, tuple(groups.tolist())), gram_and_core)
     m = w.shape[0]
     if mha:                                                                   # MHA: block (h, k) times w_h w_k
         wr = w.repeat_interleave(r, 1)
@@ -113,13 +113,14 @@ def _gated_triangular(w: torch.Tensor, heads: HeadTransports) -> torch.Tensor:
     from scipy.linalg import blas
 
     H, d, r = heads.U.shape
-    key = ("gated-tri", torch.float64)
-    if key not in heads._cache:
+
+    def triangular():
         U, V = heads.U.to(torch.float64), heads.V.to(torch.float64)
         Ru = torch.linalg.qr(U.permute(1, 0, 2).reshape(d, H * r), mode="r")[1]
         Rv = torch.linalg.qr(V.reshape(H * r, d).T, mode="r")[1]
-        heads._cache[key] = (np.asfortranarray(Ru.cpu().numpy()), Rv.T.cpu().numpy())
-    Ru, RvT = heads._cache[key]
+        return np.asfortranarray(Ru.cpu().numpy()), Rv.T.cpu().numpy()
+
+    Ru, RvT = heads.cached(("gated-tri", torch.float64), triangular)
     wr = w.repeat_interleave(r, 1).numpy()
     ev = np.empty((w.shape[0], H * r))
     for k in range(w.shape[0]):                          # one edge at a time: one d_h H-square core alive
@@ -179,7 +180,7 @@ def edge_singular_values(attention, heads: HeadTransports, rows, cols) -> torch.
                              f"to {int(x.max())}")
     rows, cols = (x.reshape(B, -1) for x in (rows, cols))
     a = A[torch.arange(B, device=A.device)[:, None], :, rows, cols].double()   # (B, m, H): the heads on each edge
-    weights = _over(a, a.sum(-1, keepdim=True) / H)                          # H gamma^h, 0 where no head attends
+    weights = over(a, a.sum(-1, keepdim=True) / H)                          # H gamma^h, 0 where no head attends
     groups = torch.arange(H) if heads.groups is None else heads.groups
     if weights.shape[1] == 0:
         out = torch.zeros(B, 0, 0, dtype=torch.float64, device=A.device)

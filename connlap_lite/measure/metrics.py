@@ -311,7 +311,7 @@ def stationary(P: torch.Tensor) -> torch.Tensor:
     ValueError: P must be row-stochastic: row 1 sums to 0 (a token that attends nowhere); normalise its rows (P / P.sum(-1, keepdim=True)) or give every token at least one key
     """
     P = _stochastic(P)
-    if not bool(_laplacian._reach(P).all(-2).any(-1).all()):
+    if not bool(_laplacian.reach(P).all(-2).any(-1).all()):
         raise ValueError("P has no unique stationary distribution (its walk has more than one closed class of "
                          "tokens); apply metrics.teleport(P) first for the PageRank chain, which has one")
     return _laplacian.stationary(P)
@@ -334,7 +334,7 @@ def reversibility(P: torch.Tensor) -> torch.Tensor:
     ValueError: P must be irreducible for reversibility: token 0 cannot reach token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
     """
     P = _stochastic(P)
-    R = _laplacian._reach(P)
+    R = _laplacian.reach(P)
     if not bool(R.all()):
         *_, i, j = (int(k) for k in torch.nonzero(~R)[0])
         raise ValueError(f"P must be irreducible for reversibility: token {i} cannot reach token {j} (a causal "
@@ -348,8 +348,8 @@ def _well_conditioned(heads: HeadTransports, sides: str, limit: float = 1e6) -> 
     or "uv") are square and invertible with the product of their condition numbers below ``limit``,
     so that solving with them loses at most ``limit * eps`` (``2e-10``) relative.  The condition
     number is bounded above by ``||R||_F ||R^{-1}||_F`` (cheap for a triangular ``R``); cached on ``heads``."""
-    key = ("cond", torch.float64)
-    if key not in heads._cache:
+
+    def conditions():
         conds = []
         for R in heads.cores(torch.float64):
             if R.shape[-1] != R.shape[-2] or bool((torch.diagonal(R, dim1=-2, dim2=-1) == 0).any()):
@@ -358,8 +358,9 @@ def _well_conditioned(heads: HeadTransports, sides: str, limit: float = 1e6) -> 
             eye = torch.eye(R.shape[-1], dtype=R.dtype, device=R.device)
             inv = torch.linalg.solve_triangular(R, eye, upper=True)
             conds.append(torch.linalg.norm(R, dim=(-2, -1)) * torch.linalg.norm(inv, dim=(-2, -1)))
-        heads._cache[key] = tuple(conds)
-    cu, cv = heads._cache[key]
+        return tuple(conds)
+
+    cu, cv = heads.cached(("cond", torch.float64), conditions)
     cond = {"u": cu, "v": cv, "uv": cu * cv}[sides]
     return bool((cond < limit).all())
 
@@ -367,17 +368,15 @@ def _well_conditioned(heads: HeadTransports, sides: str, limit: float = 1e6) -> 
 def fold_gain(heads: HeadTransports, gain: torch.Tensor | None) -> HeadTransports:
     """Head transports with the pre-attention norm's gain folded in: ``T_h diag(g)``.
 
-    The write factors ``U_h`` are unchanged, and so are their cached QR factors (carried over)."""
+    The write factors ``U_h`` are unchanged, and so are their cached QR factors
+    (:meth:`connlap_lite.HeadTransports.scaled_reads`)."""
     _heads(heads)
     if gain is None:
         return heads
     gain = to_tensor(gain, "gain", ndim=1)
     if gain.shape[0] != heads.d:
         raise ValueError(f"gain must have shape ({heads.d},), one entry per model dimension, got {tuple(gain.shape)}")
-    folded = HeadTransports(heads.U, heads.V * gain.to(heads.V)[None, None, :], groups=heads.groups,
-                            offset=heads.offset)
-    folded._cache.update({k: v for k, v in heads._cache.items() if k[0] == "left"})
-    return folded
+    return heads.scaled_reads(gain)
 
 
 def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor:
@@ -480,7 +479,7 @@ def scaled_isometry_defect(heads: HeadTransports) -> torch.Tensor:
     """
     _heads(heads)
     s = heads.singular_values(torch.float64)
-    return _laplacian._scaled_isometry_defect(s, heads.d * torch.finfo(torch.float64).eps)
+    return _laplacian.singular_value_defect(s, heads.d * torch.finfo(torch.float64).eps)
 
 
 

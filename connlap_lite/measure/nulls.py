@@ -41,7 +41,7 @@ def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
     """The factor-rotation null: ``W_O R W_V`` with ``R`` uniform on ``O(d_h)`` per head.
 
     Keeps each factor's own spectrum and breaks only their co-adaptation.  The QR factors of the
-    result come from ``heads``' own (``U R = Q_u (R_u R)``, a ``d_h x d_h`` QR), cached on it.
+    result come from ``heads``' own (:meth:`connlap_lite.HeadTransports.rotated`).
     """
     check_heads(heads)
     check_int(seed, "seed", low=0)
@@ -50,11 +50,7 @@ def rotation_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:
     A = torch.randn(H, r, r, generator=g, dtype=torch.float64)
     Q, R = torch.linalg.qr(A)
     Q = (Q * torch.sign(torch.diagonal(R, dim1=-2, dim2=-1))[:, None, :]).to(heads.U.device)
-    null = HeadTransports(heads.U.double() @ Q, heads.V.double())
-    Ru, Rv = heads.cores(torch.float64)
-    null._cache[("left", torch.float64)] = torch.linalg.qr(Ru @ Q, mode="r")[1]
-    null._cache[("right", torch.float64)] = Rv
-    return null
+    return heads.rotated(Q)
 
 
 def gaussian_null(heads: HeadTransports, seed: int = 0) -> HeadTransports:

@@ -38,7 +38,7 @@ import torch
 
 from . import metrics as M
 from ..models.adapters import adapter_for
-from ..models.extraction import _as_batch, _device_of, _forward_options
+from ..models.extraction import as_batch, device_of, forward_options
 
 LOGIT_BYTES = 2 ** 28     # at most this many bytes of logits alive at once (passages are run in chunks)
 
@@ -204,7 +204,7 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
     ``"base"``, the intact model's per-passage loss (decoders) or final states (encoders); with ``base=False`` a
     decoder's logits are made for the last token only and ``"base"`` is None.  Each layer's values
     are computed and its tensors dropped before the next (the forward's own hidden states aside)."""
-    inputs = _as_batch(batch, _device_of(model), model)
+    inputs = as_batch(batch, device_of(model), model)
     directions = directions or {}
     want, updates, hidden, base = base, [], [], []
     parts = _chunks(inputs, model, inputs["input_ids"].shape[1]) if want and not encoder else [inputs]
@@ -217,7 +217,7 @@ def layer_updates(model, batch: dict, *, encoder: bool, directions: dict | None 
                 res = model(**part, use_cache=False, output_hidden_states=True)
                 base.append(M.next_token_loss(res.logits, part["input_ids"]))
             else:
-                res = model(**part, **_forward_options(model), output_hidden_states=True)
+                res = model(**part, **forward_options(model), output_hidden_states=True)
             hidden.append(res.hidden_states)
             updates.append(dict(kept))
             del res
@@ -299,7 +299,7 @@ def ablation_costs(model, batch: dict, *, encoder: bool, mean_updates: list, bas
     (decoders, nats), or :func:`metrics.representation_change` of the final states from ``base`` (encoders);
     ``base`` (the intact model's, on ``batch``) is measured here where not given.  The blocks before the ablated
     layer are not run again: their outputs are the intact forward's (:func:`skipped_blocks`), about half the work."""
-    inputs = _as_batch(batch, _device_of(model), model)
+    inputs = as_batch(batch, device_of(model), model)
     parts = _chunks(inputs, model, inputs["input_ids"].shape[1])
     intact, kept = [], []
     for part in parts:

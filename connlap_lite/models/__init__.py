@@ -2,5 +2,6 @@
 layout, streaming layers as walks, rebuilding attention, verifying the reading, passages of text, memory footprints,
 random-init twins.
 
-Names are read from their modules (``connlap_lite.models.load.<module>``); the package's public face is ``connlap_lite`` itself.
+Names are read from their modules (``connlap_lite.models.<module>``); the package's public face is
+``connlap_lite`` itself.
 """

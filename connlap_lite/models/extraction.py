@@ -36,10 +36,10 @@ import torch
 from .._backend import check_float_dtype, integer
 from .adapters import adapter_for
 from .adapters._linear import head_transports as _factor
-from ..attention import _gated_walk, walk_from_heads
+from ..attention import gated_walk, walk_from_heads
 from .memory import check_memory
 from .load import check_config
-from .rebuild import _check_finite, again, not_routed, routed
+from .rebuild import check_finite, again, not_routed, routed
 from ..transports import HeadTransports
 from ..walks import ConnectionWalk
 
@@ -102,7 +102,7 @@ def streamed_layers(model, modules, chosen, inputs: dict, *, eager: bool = False
     def forward():
         try:
             with torch.no_grad():                       # grad mode is per thread
-                model(**inputs, **_forward_options(model))
+                model(**inputs, **forward_options(model))
             handoff.put(done)
         except _Stop:
             pass
@@ -206,7 +206,7 @@ class LayerWalks:
         for ref in self._lazy:
             transport = ref()
             if transport is not None:
-                transport._own()
+                transport.keep_weights()
         self._lazy = []
         if self._build is not None:
             self._attention = None
@@ -256,7 +256,7 @@ class LayerWalks:
         # the gates are read from the attention as the walk needs them (no second (H, n, n) array); when
         # the stream moves on, a walk still alive that reads the layer's attention forms and keeps its own
         # (see _release); one built for this passage alone is the walk's own
-        walk = _gated_walk(A, heads, offset, False, lazy=True)
+        walk = gated_walk(A, heads, offset, False, lazy=True)
         if not alone:
             self._lazy.append(weakref.ref(walk.transport))
         return walk
@@ -332,7 +332,7 @@ REFUSED = {
 PER_TOKEN = ("token_type_ids", "position_ids")      # (B, n) integer keys, checked like input_ids
 
 
-def _as_batch(batch, device, model=None):
+def as_batch(batch, device, model=None):
     """The batch on ``device``: ``input_ids``, ``attention_mask`` and every other key the model's forward
     takes (``token_type_ids``, ``position_ids``, ...), each checked; a key it does not take, or one that would
     change what the stream computes, refused by name."""
@@ -399,7 +399,7 @@ def _as_batch(batch, device, model=None):
     return inputs
 
 
-def _forward_options(model) -> dict:
+def forward_options(model) -> dict:
     """No key/value cache; and for a language model, logits for the last token only (the LM
     head over the whole passage is wasted work here)."""
     import inspect
@@ -410,7 +410,8 @@ def _forward_options(model) -> dict:
     return options
 
 
-def _device_of(model):
+def device_of(model):
+    """The device of ``model``'s first parameter: where its inputs are sent."""
     return next(model.parameters()).device
 
 
@@ -467,7 +468,7 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
     if model.training:
         raise ValueError("model is in training mode (dropout is active); call model.eval() first "
                          "(connlap_lite.load_model returns it in eval mode)")
-    inputs = _as_batch(batch, _device_of(model), model)
+    inputs = as_batch(batch, device_of(model), model)
     check_memory(model, *inputs["input_ids"].shape, what=type(model).__name__)     # before the forward starts
     H, G = adapter.shape(model)
     tokens = inputs["attention_mask"].bool()
@@ -478,10 +479,10 @@ def attention_walks(model, batch, *, layers=None, progress: bool = True,
             stream = tqdm(stream, total=len(set(chosen)), desc=f"{type(model).__name__} layers", leave=False)
         for l, args, kwargs, out, call in stream:
             hidden = args[0] if args else kwargs["hidden_states"]
-            _check_finite(model, l, "inputs", hidden)
+            check_finite(model, l, "inputs", hidden)
             if eager:
                 weights = out[1]                        # what the module returns of its eager attention
-                _check_finite(model, l, "attention", weights)
+                check_finite(model, l, "attention", weights)
             else:
                 weights = _Builder(model, l, modules[l], call, args, kwargs)
             # formed when first asked for (BERT's needs its output projection, which the forward applies after
@@ -569,7 +570,7 @@ class _Builder:
     def __call__(self) -> torch.Tensor:
         call = self.call or again(self.model, self.module, self.args, self.kwargs)
         A = call.probabilities()
-        _check_finite(self.model, self.layer, "attention", A)
+        check_finite(self.model, self.layer, "attention", A)
         return A
 
     def passage(self, i: int) -> torch.Tensor | None:
@@ -577,7 +578,7 @@ class _Builder:
         if self.call is None:
             return None
         A = self.call.probabilities(passage=i)
-        _check_finite(self.model, self.layer, "attention", A)
+        check_finite(self.model, self.layer, "attention", A)
         return A
 
     def forget(self) -> None:

@@ -33,12 +33,13 @@ from pathlib import Path
 
 import torch
 
-from .._backend import _all_finite
+from .._backend import all_finite
 from .._files import locked, remove, sweep, temporary
 from .adapters import FAMILIES, at_floor, by_layout, check_transformers, refusal
 from .adapters._linear import is_encoder
 from .twins import fresh_model
-from .offline import CHUNKED, OFFLINE, PACKAGED, _packaged, assemble, cache_dir, sha256_of
+from .._files import sha256_of
+from .offline import CHUNKED, OFFLINE, PACKAGED, packaged, assemble, cache_dir
 
 
 # a disk that refuses the cache: read-only, full, over quota or the file-size limit, a file in the way, no permission
@@ -50,9 +51,9 @@ MARKER = "complete"          # a converted copy's completion marker: JSON, the s
 def _source(name: str) -> tuple[str, dict]:
     """Folder and extra ``from_pretrained`` keywords for an offline short name (GGUF files checked)."""
     if name == "minilm-l6":                               # safetensors, read in place once checked
-        return str(_packaged(PACKAGED[name], name).parent), {}
+        return str(packaged(PACKAGED[name], name).parent), {}
     if name in PACKAGED:
-        path = _packaged(PACKAGED[name], name)
+        path = packaged(PACKAGED[name], name)
     else:
         path = assemble(CHUNKED[name], name)
     return str(path.parent), {"gguf_file": path.name}
@@ -487,7 +488,7 @@ def check_weights(model, name: str = "model") -> None:
         if p.is_meta:
             raise ValueError(f"{name}: its weights are on the meta device (shapes only, no values; {pname}): load "
                              "it with load_model or from_pretrained onto 'cpu' or 'cuda'")
-        if p.numel() and not _all_finite(p.detach()):
+        if p.numel() and not all_finite(p.detach()):
             bad = int((~torch.isfinite(p.detach())).sum())
             layer = re.search(r"\.(\d+)\.", f".{pname}")
             module = pname.rsplit(".", 1)[0]

@@ -18,8 +18,8 @@ reads is pinned here and checked before the file is trusted (:func:`sha256_of`, 
 process); an assembly is written under a temporary name and renamed when complete, inside a lock
 shared by concurrent processes (:mod:`connlap_lite._files`).
 
-Loading, the converted float copies and the random-init nulls are in :mod:`connlap_lite.models.load`,
-which answers the public names here too (``models.OFFLINE``, ``models.assemble``, ...).
+Loading and the converted float copies are in :mod:`connlap_lite.models.load`, the random-init twins in
+:mod:`connlap_lite.models.twins`.
 Chapter: *Reading a real transformer as a connection walk*.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._files import locked, remove, sweep, temporary
-from .._files import sha256_of as _sha256_of
+from .._files import sha256_of
 
 
 @dataclass(frozen=True)
@@ -127,18 +127,6 @@ def _package_dir(module: str, name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-_HASHED: dict[tuple, str] = {}
-
-
-def sha256_of(path: Path, block: int = 1 << 24) -> str:
-    """The sha256 of a file; remembered for this process while its size, time and inode are unchanged."""
-    st = os.stat(path)
-    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
-    if key not in _HASHED:
-        _HASHED[key] = _sha256_of(Path(path), block)
-    return _HASHED[key]
-
-
 def _matches(path: Path, size: int, sha256: str) -> bool:
     return path.is_file() and path.stat().st_size == size and sha256_of(path) == sha256
 
@@ -184,7 +172,7 @@ def assemble(spec: Chunked, name: str, *, folder: Path | None = None) -> Path:
     return target
 
 
-def _packaged(spec: Packaged, name: str) -> Path:
+def packaged(spec: Packaged, name: str) -> Path:
     """The path of a GGUF shipped whole in a package, after checking its size and sha256."""
     path = _package_dir(spec.module, name) / spec.filename
     if not path.is_file():

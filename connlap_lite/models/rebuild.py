@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._backend import _all_finite, compute_dtype
+from .._backend import all_finite, compute_dtype
 
 NAME = "connlap_lite"      # the attention implementation a streamed model runs (delegating to SDPA or eager)
 
@@ -311,12 +311,12 @@ def not_routed(model) -> str:
             f"from; supported families: {supported()}")
 
 
-def _check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
+def check_finite(model, layer: int, what: str, t: torch.Tensor) -> None:
     """Stop where NaN or inf arises (half precision overflowing), naming the layer and the dtype."""
     if t is None:
         raise RuntimeError(f"layer {layer} of {type(model).__name__} returned no attention weights; "
                            "attention='eager' needs the model's eager attention function")
-    if t.numel() and not _all_finite(t):                # one reduction, no tensor of t's size
+    if t.numel() and not all_finite(t):                # one reduction, no tensor of t's size
         bad = int((~torch.isfinite(t)).sum())
         if t.dtype in (torch.float16, torch.bfloat16) or getattr(model, "dtype", None) in (torch.float16,
                                                                                              torch.bfloat16):

@@ -163,7 +163,7 @@ MIN_TOKENS = 8     # the shortest passage any measurement reads: a BOS, a few to
 
 def check_sizes(n_passages, n_tokens, *, least: int = 2) -> tuple[int, int]:
     """``(n_passages, n_tokens)`` as ints, or the error that names the one out of range: the one check of a
-    measurement's sizes, where they enter (:func:`connlap_lite.analyze`, :func:`connlap_lite.known.known_results`,
+    measurement's sizes, where they enter (:func:`connlap_lite.measure.analysis.analyze`, :func:`connlap_lite.known.known_results`,
     the command line, which names them ``--passages`` and ``--tokens``). ``least`` passages: 2 where bootstrap
     intervals and cross-passage distances pair them, 1 for a check of the walk alone.
 

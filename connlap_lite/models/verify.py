@@ -96,12 +96,12 @@ def misses(model, rows: list[dict], tol: float) -> str | None:
                 f"finite, so nothing can be measured (this is not the adapter's error): {fix}")
     adapter = adapter_for(model).__name__.rsplit(".", 1)[-1]
     each = "; ".join(f"layer {r['layer']} of {family}: the walk misses the module's output by "
-                     f"{_short(r['error'])} (> {_short(tol)})" for r in bad)
+                     f"{short(r['error'])} (> {short(tol)})" for r in bad)
     return (f"{each}; the adapter misreads this architecture (connlap_lite/models/adapters/{adapter}.py: its "
             "value/output maps, module output or layers), so no metric of it can be trusted. "
             "Fix the adapter, or check the model's weights and precision")
 
 
-def _short(x: float) -> str:
+def short(x: float) -> str:
     """``2.1e-2`` rather than ``2.1e-02``."""
     return f"{x:.1e}".replace("e-0", "e-").replace("e+0", "e+").replace(".0e", "e")

@@ -12,8 +12,8 @@ from .prose import names
 
 
 def rule_changes_markdown(changes: list[dict]) -> str:
-    """The scorecard's *Rule changes* in Markdown, from :func:`rule_changes`: per change, the old and new rule (or
-    measurement), why, and the verdicts old -> new.
+    """The scorecard's *Rule changes* in Markdown, from :func:`connlap_lite.verdicts.scorecard.rule_changes`: per
+    change, the old and new rule (or measurement), why, and the verdicts old -> new.
 
     Examples
     --------

@@ -4,8 +4,8 @@
 ``against_null``     each model's registered metric against the strongest null its rule names (the chapters'
                      opening figures);
 ``metric_grid``      a metric with its sinks kept (top row) and removed (bottom row), one column per model;
-``verdict_grid``     the scorecard's grid: one cell per claim and model, coloured by its verdict;
-``glue_figure``      hand a figure to the book (myst-nb's ``glue``) or show it where myst-nb is absent.
+``verdict_grid``     the scorecard's grid: one cell per claim and model, coloured by its verdict.
+(A figure is handed to the book by :func:`connlap_lite.pages.edition.glue_figure`.)
 
 Every figure is drawn under :func:`legible`: tick labels and legends at 9 pt or more, for a page column of
 about 7 inches.
@@ -272,7 +272,7 @@ def ratios_to_null(panels: dict[str, dict[str, tuple[float, float, float]]], *, 
 
 
 def gaps_by_size(points: dict[str, list[dict]], *, cols: int = 2, titles: dict[str, str] | None = None):
-    """One panel per metric (``points``: ``{metric: [model entries of report.e3 rows]}``): each model's late gap,
+    """One panel per metric (``points``: ``{metric: [model entries of rules.e3 rows]}``): each model's late gap,
     trained minus the metric's strongest registered null, with its 95% interval, against log10 of its
     non-embedding parameters; one marker per family, the line at zero where training changes nothing beyond
     every null. ``titles``: each panel's title in words (by default the metric's name). Returns the figure."""

@@ -19,7 +19,7 @@ Every number a widget shows comes from a plain function that knows nothing of wi
 and every picture from a ``*_figure`` function that the book also calls to draw the
 initial state as an ordinary figure.  ipywidgets is imported inside the three widget
 builders only: ``import connlap_lite`` never needs it; import this module explicitly,
-``from connlap_lite import widgets``.
+``from connlap_lite.pages import widgets``.
 
 Chapter: *Interactive explorers* (``book/interactive/explorers.ipynb``).
 """

@@ -12,12 +12,11 @@ stated once:
 ``RIVAL_METRICS`` ...                    the rival readings' measures (a layer that writes little, the self-loop,
                                          a dominant direction), beside E1 and E2;
 ``ARCHIVED``                             measurements replaced after results were seen, by the date they were;
-``Report``                               a record validated once, read-only, with the reading methods.
+``Report``                               a record validated once, read-only.
 
 The reading functions (:func:`values_of`, :func:`layer_means`, :func:`layer_curve`, :func:`depth_trend`,
 :func:`late`, :func:`late_value`, :func:`random_nulls`, :func:`matrix`, :func:`archived_view`) take a
-:class:`Report` or a plain dict of the same shape (a report read back from JSON); :class:`Report`'s methods are the
-same functions.
+:class:`Report` or a plain dict of the same shape (a report read back from JSON): the one way to read a report.
 
 Chapters: *E1*, *E2*, *E3*, *Scorecard*.
 """
@@ -251,15 +250,17 @@ class Report(_Dict):
     the record, by ``name``: a file, ``reports[2]``); a NaN or an infinity is not refused but listed by name in
     :attr:`nonfinite` (the rules answer "undefined" where they meet one).  Every rule takes its reports as
     Reports (:func:`connlap_lite.verdicts.words.check_reports` makes a plain dict one, so a record is validated once,
-    wherever it enters).  ``report["conditions"]["trained"]["sink"]`` reads as before;
-    ``report.to_dict()`` gives a plain, changeable copy.
+    wherever it enters).  ``report["conditions"]["trained"]["sink"]`` reads as before, and the module's functions
+    read it (:func:`layer_means`, :func:`layer_curve`, :func:`late_value`, :func:`depth_trend`, :func:`random_nulls`,
+    :func:`registered_nulls`, :func:`strongest_null`: the one way to read a report); ``report.to_dict()`` gives a
+    plain, changeable copy.
 
     Examples
     --------
     >>> r = Report({"model": "m", "layers": 3, "conditions": {"trained": {"sink": [[0.2, 0.4], [0.1, 0.3], [0.0, 0.2]],
     ...                                                                    "tv": [[0.5, 0.6], [0.4, 0.4]]}}})
-    >>> r.layer_means("sink").round(2).tolist(), r.late_mean("sink"), r.nonfinite
-    ([0.3, 0.2, 0.1], 0.1, [])
+    >>> layer_means(r, "sink").round(2).tolist(), r.nonfinite
+    ([0.3, 0.2, 0.1], [])
     >>> r["conditions"]["trained"]["sink"][0] == [0.2, 0.4]
     True
     >>> r["model"] = "other"
@@ -286,41 +287,6 @@ class Report(_Dict):
     def to_dict(self) -> dict:
         """A plain, changeable deep copy."""
         return _thaw(self)
-
-    # the reading functions below, as methods
-    def layer_means(self, metric: str, condition: str = "trained") -> np.ndarray:
-        """One number per layer: the mean over the metric's units (:func:`layer_means`)."""
-        return layer_means(self, metric, condition)
-
-    def curve(self, metric: str, condition: str = "trained", *, n_boot: int = 1000):
-        """Per-layer mean and 95% bootstrap band (:func:`layer_curve`)."""
-        return layer_curve(self, metric, condition, n_boot=n_boot)
-
-    def late_mean(self, metric: str, condition: str = "trained") -> float:
-        """The mean over units of the metric's last-third layers (:func:`late_value`)."""
-        return float(np.mean(late_value(self, metric, condition)))
-
-    def trend(self, metric: str, condition: str = "trained") -> tuple[float, float]:
-        """Spearman's rho against depth and its p-value (:func:`depth_trend`)."""
-        return depth_trend(self, metric, condition)
-
-    def seeds(self) -> list[str]:
-        """The random-init conditions in seed order (:func:`random_nulls`)."""
-        return random_nulls(self)
-
-    def per_head(self, metric: str = "head_defect", condition: str = "trained") -> np.ndarray:
-        """``(layers, heads)``: a head metric's values."""
-        if UNITS.get(metric) != "head":
-            raise ValueError(f"metric must be a head metric {HEAD_METRICS}, got {metric!r}")
-        return matrix(self, metric, condition)
-
-    def nulls(self, metric: str) -> dict[str, np.ndarray]:
-        """Every registered null of ``metric`` here, as ``(layers, units)`` arrays (:func:`registered_nulls`)."""
-        return registered_nulls(self, metric)
-
-    def strongest_null(self, metric: str) -> str:
-        """The registered null of ``metric`` with the lowest late mean (:func:`strongest_null`)."""
-        return strongest_null(self, metric)
 
 
 # ----------------------------------------------------------------------- reading values

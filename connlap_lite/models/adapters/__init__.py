@@ -218,8 +218,9 @@ def adapter_for(model, check=None) -> Adapter:
         if not done:
             delattr(model, READ)
     warnings.warn(f"model type {kind!r} is untested (not among the families the package's tests build): read through "
-                  f"the {name} layout (connlap_lite/models/adapters/{name}.py), whose walk reproduces its attention modules "
-                  f"on a few tokens (largest miss {worst:.1e})", UntestedFamily, stacklevel=2)
+                  f"the {name} layout (connlap_lite/models/adapters/{name}.py), whose walk reproduces its attention "
+                  f"modules on a few tokens (largest miss {worst:.1e}); its norm gain (head_defect_gain) is read by "
+                  "that layout's rule, not checked", UntestedFamily, stacklevel=2)
     return getattr(model, READ)[1]
 
 

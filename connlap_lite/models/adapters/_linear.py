@@ -6,7 +6,7 @@ from functools import partial
 
 import torch
 
-from ..._backend import _all_finite
+from ..._backend import all_finite
 from ...transports import HeadTransports
 
 
@@ -52,7 +52,7 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
                          f"H={H}, G={G}, d={d}")
     for what, w in (("value weights W_v", W_v), ("value bias b_v", b_v), ("output weights W_o", W_o),
                     ("output bias b_o", b_o)):
-        if w is not None and w.numel() and not _all_finite(w.detach()):
+        if w is not None and w.numel() and not all_finite(w.detach()):
             raise ValueError(f"the attention's {what} hold NaN or inf; check the model's weights (a torn or "
                              "corrupted file?)")
     groups = torch.arange(H, device=W_v.device) // (H // G)

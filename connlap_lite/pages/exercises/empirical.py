@@ -80,7 +80,7 @@ def check_data_isometry_defect():
 
 # ------------------------------------------------------------------------ Chapter: E3
 def _boot_indices(seed: int, n_boot: int, m: int, k: int) -> np.ndarray:
-    """The resampling indices that ``report.scale_slope(..., seed=seed)`` draws, in its order."""
+    """The resampling indices that ``verdicts.history.scale_slope(..., seed=seed)`` draws, in its order."""
     rng = np.random.default_rng(seed)
     return np.array([[rng.integers(0, k, k) for _ in range(m)] for _ in range(n_boot)])
 

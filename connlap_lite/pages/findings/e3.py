@@ -40,7 +40,7 @@ def _structures(reports):
 
 
 def gaps(reports: list[dict], metrics=CLAIM_METRICS) -> dict[tuple[str, str], dict]:
-    """The rule in force on every structure and metric: ``{(structure, metric): report.e3 row}``."""
+    """The rule in force on every structure and metric: ``{(structure, metric): rules.e3 row}``."""
     return {(s, m): R.e3(group, m) for s, group in _structures(reports) if group for m in metrics}
 
 
