@@ -350,7 +350,8 @@ def in_force() -> dict[str, int]:
     """Each claim's rule in force, from the rule-change record: the last rule it changed to."""
     out: dict[str, int] = {}
     for c in H.RULE_CHANGES:
-        out[c["claim"]] = max(out.get(c["claim"], 0), c["to"])
+        if c["claim"] != "known":                    # (the known results' rules: their chapter's, not frozen here)
+            out[c["claim"]] = max(out.get(c["claim"], 0), c["to"])
     return out
 
 

@@ -307,7 +307,7 @@ def test_reuse_was_against_random_init_and_is_now_against_another_passage():
     assert (old["reuse"], new["reuse"]) == ("agree", "inconclusive")
     (change,) = [c for c in K.rule_changes([rep]) if ("reuse", "toy") in c["verdicts"]]
     assert change["verdicts"][("reuse", "toy")] == ("agree", "inconclusive") and change["date"] == "2026-12-02"
-    assert all(key in K.STATEMENTS for c in K.RULE_CHANGES for part in c["parts"] for key in part["statements"])
+    assert all(key in K.STATEMENTS for c in K.rule_changes([rep]) for part in c["parts"] for key in part["statements"])
 
 
 def test_the_cross_passage_null_is_the_one_analysis_registers():

@@ -40,7 +40,7 @@ module of its idea:
 Chapter: *Known results, reproduced*.
 """
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
-from .history import RULE_CHANGES, rule_changes, verdicts_rule1
+from .history import rule_changes, verdicts_rule1
 from ..models.twins import NULL_SEED
 from .report import NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record, seed_defects
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
@@ -58,5 +58,5 @@ __all__ = [
     "natural_record",
     "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "side", "order", "below_seeds", "verdicts",
     "toy_report",
-    "verdict_table", "verdict_counts", "RULE_CHANGES", "verdicts_rule1", "rule_changes",
+    "verdict_table", "verdict_counts", "verdicts_rule1", "rule_changes",
 ]

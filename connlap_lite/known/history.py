@@ -1,7 +1,8 @@
 """The chapter's rule as it was before a change made after its results were seen, still runnable, and the
 record of each change (as :mod:`connlap_lite.verdicts.history` keeps them for E1-E3).
 
-``RULE_CHANGES``               per change: the date, the rule it replaced and the new one, what changed and why;
+(The changes themselves are in the one record of every rule change, :data:`connlap_lite.verdicts.history.RULE_CHANGES`,
+under the claim ``"known"``.)
 ``verdicts_rule1(report)``     rule 1, the rule stated with the chapter's first measurements;
 ``rule_changes(reports)``      every change with the old and the new rule's verdict per statement and model.
 
@@ -14,45 +15,9 @@ import math
 import torch
 
 from ..measure.stats import mean_interval
+from ..verdicts.history import RULE_CHANGES
 from .sinks import INPUTS, middle_layers
 from .statements import COLLAPSE, PROPOSITION_TOL, _both, _mean, _passages, _row, side, verdicts
-
-STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
-
-RULE_CHANGES = [
-    {"date": "2026-12-02", "from": 1, "to": 2, "parts": [
-        {"statements": ("reuse",),
-         "old": "its second part: the trained model's normalised walk distance of adjacent layers below the "
-                "random-init null's",
-         "new": "below the cross-passage null's (passage b at layer l against passage b + 1 at layer l + 1, the "
-                "E1 chapter's null, on the same yardstick)",
-         "why": "the near-uniform random-init null is beaten by construction, as the chapter said"},
-        {"statements": STATISTICAL,
-         "old": "the 95% percentile bootstrap interval of the mean over passages, at any number of passages",
-         "new": "that interval widened about the mean by stats.expansion (1.29 at 8 passages); 'insufficient data' "
-                "below 8 passages",
-         "why": "at 8 passages the plain interval lay above 0 in about 6% of draws without an effect "
-                "(tests/test_rules.py), more than the 5% the rule promises"},
-        {"statements": ("sink_order",),
-         "old": "agree unless a step is reversed (an interval below 0)",
-         "new": "agree only if natural minus repeated lies above 0 and no step is reversed; 'inconclusive' if no "
-                "step is reversed and there is no drop either",
-         "why": "'not reversed' says agree in nearly every draw without an effect: an agreement that cannot fail"},
-        {"statements": ("sinkformer",),
-         "old": "the random-init null's column-sum defect minus the trained one, over passages, against one seed",
-         "new": "against five random-init seeds: the passage interval of the seeds' mean minus the trained defect, "
-                "and the trained defect below the seeds as units (Student's t over the seeds, p < 0.05); "
-                "'insufficient data' below 3 seeds",
-         "why": "passages cannot see how much another seed would move the null: against one seed, a trained model "
-                "that is one more seed agreed in a large share of draws (tests/test_rules.py)"},
-        {"statements": ("sink_repeated", "proposition"),
-         "old": "a value that is not finite failed the exact comparison: 'disagree'",
-         "new": "'undefined'",
-         "why": "an undefined number is no evidence either way"},
-    ]},
-]
-"""The dated changes. Each part names the statements it changed; ``rule_changes`` compares the two rules' verdicts
-on every statement a part names."""
 
 
 def _interval(diff: torch.Tensor) -> list:
@@ -135,8 +100,10 @@ RULES = {1: verdicts_rule1, 2: verdicts}
 
 
 def rule_changes(reports: list[dict]) -> list[dict]:
-    """Every change of :data:`RULE_CHANGES` with the verdicts of its old and its new rule on ``reports``: each
-    change gains ``verdicts``, ``{(statement key, model): (old, new)}``, for the statements its parts name.
+    """The chapter's changes (the entries of :data:`connlap_lite.verdicts.history.RULE_CHANGES` under the claim
+    ``"known"``), one per date and pair of rules, with the verdicts of its old and its new rule on ``reports``: each
+    has ``date``, ``from``, ``to``, ``parts`` (its entries: ``statements``, ``old``, ``new``, ``why``) and
+    ``verdicts``, ``{(statement key, model): (old, new)}``, for the statements its parts name.
 
     >>> from connlap_lite.known import toy_report
     >>> rule_changes([toy_report()])[0]["verdicts"][("reuse", "toy")]
@@ -144,8 +111,14 @@ def rule_changes(reports: list[dict]) -> list[dict]:
 
     Chapter: *Known results, reproduced*.
     """
+    changes: dict[tuple, dict] = {}
+    for c in RULE_CHANGES:
+        if c["claim"] == "known":
+            change = changes.setdefault((c["date"], c["from"], c["to"]),
+                                        {"date": c["date"], "from": c["from"], "to": c["to"], "parts": []})
+            change["parts"].append({k: c[k] for k in ("statements", "old", "new", "why")})
     out = []
-    for change in RULE_CHANGES:
+    for change in changes.values():
         pairs = {}
         for rep in reports:
             before = {r["key"]: r["verdict"] for r in RULES[change["from"]](rep)}

@@ -1,7 +1,9 @@
 """The rules of E1-E3 that were replaced, still runnable, and the record of each change.
 
-:data:`RULE_CHANGES` says for each claim and date the old rule, the new one and why; the scorecard's
-*Rule changes* (:func:`connlap_lite.verdicts.scorecard.rule_changes`) shows old and new verdicts side by side.
+:data:`RULE_CHANGES`, the one record of every rule change (E1-E3's and the known results'), says for each claim and
+date the old rule, the new one and why; the scorecard's *Rule changes*
+(:func:`connlap_lite.verdicts.scorecard.rule_changes`) shows old and new verdicts side by side, and the chapter
+*Known results, reproduced* its own (:func:`connlap_lite.known.history.rule_changes`).
 
 Rule 1 (registered with the first measurements, replaced 2026-11-30):
 
@@ -46,6 +48,10 @@ from .words import ALPHA, check_reports, combine, data_status, decide, flag
 E1_METRIC = "tv_norm_nosink"
 INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
 
+# the statements of the chapter *Known results, reproduced* that a statistical rule decides
+KNOWN_STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
+# Every dated rule change, one entry per claim ("E1", "E2", "E3", or "known": the chapter *Known results, reproduced*,
+# whose entries name the statements they changed); the scorecard shows E1-E3's, that chapter its own.
 RULE_CHANGES = [
     {"date": "2026-11-30", "claim": "E1", "from": 1, "to": 2,
      "old": "rho < 0 with p < 0.05 over the layer means; late mean below the random-init seeds 0 and 1",
@@ -133,6 +139,34 @@ RULE_CHANGES = [
      "why": "E2 retired that null as confounded (the random network's inputs collapse), so E2 and E3 gave two data "
             "gaps for one model; across-family leave-one-out slopes down to -10.5 per decade came from two models "
             "0.025 decades apart"},
+    {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("reuse",),
+     "old": "its second part: the trained model's normalised walk distance of adjacent layers below the "
+            "random-init null's",
+     "new": "below the cross-passage null's (passage b at layer l against passage b + 1 at layer l + 1, the "
+            "E1 chapter's null, on the same yardstick)",
+     "why": "the near-uniform random-init null is beaten by construction, as the chapter said"},
+    {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": KNOWN_STATISTICAL,
+     "old": "the 95% percentile bootstrap interval of the mean over passages, at any number of passages",
+     "new": "that interval widened about the mean by stats.expansion (1.29 at 8 passages); 'insufficient "
+            "data' below 8 passages",
+     "why": "at 8 passages the plain interval lay above 0 in about 6% of draws without an effect "
+            "(tests/test_rules.py), more than the 5% the rule promises"},
+    {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("sink_order",),
+     "old": "agree unless a step is reversed (an interval below 0)",
+     "new": "agree only if natural minus repeated lies above 0 and no step is reversed; 'inconclusive' if no "
+            "step is reversed and there is no drop either",
+     "why": "'not reversed' says agree in nearly every draw without an effect: an agreement that cannot fail"},
+    {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("sinkformer",),
+     "old": "the random-init null's column-sum defect minus the trained one, over passages, against one seed",
+     "new": "against five random-init seeds: the passage interval of the seeds' mean minus the trained "
+            "defect, and the trained defect below the seeds as units (Student's t over the seeds, p < 0.05); "
+            "'insufficient data' below 3 seeds",
+     "why": "passages cannot see how much another seed would move the null: against one seed, a trained model "
+            "that is one more seed agreed in a large share of draws (tests/test_rules.py)"},
+    {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("sink_repeated", "proposition"),
+     "old": "a value that is not finite failed the exact comparison: 'disagree'",
+     "new": "'undefined'",
+     "why": "an undefined number is no evidence either way"},
 ]
 
 def in_force(claim: str) -> str:
@@ -145,10 +179,10 @@ def in_force(claim: str) -> str:
     Traceback (most recent call last):
     ValueError: claim='E9' has no rule: use one of E1, E2, E3
     """
-    changes = [c for c in RULE_CHANGES if c["claim"] == claim]
+    changes = [c for c in RULE_CHANGES if c["claim"] == claim and claim != "known"]    # (E1-E3: the scorecard's)
     if not changes:
-        known = ", ".join(sorted({c["claim"] for c in RULE_CHANGES}))
-        raise ValueError(f"claim={claim!r} has no rule: use one of {known}")
+        claims = ", ".join(sorted({c["claim"] for c in RULE_CHANGES} - {"known"}))
+        raise ValueError(f"claim={claim!r} has no rule: use one of {claims}")
     last = max(changes, key=lambda c: c["to"])
     earlier = {2: "rule 1", 3: "rules 1 and 2"}.get(last["to"], f"rules 1 to {last['to'] - 1}")
     return (f"The rule in force (rule {last['to']}, registered on {last['date']} after the results under {earlier} "

@@ -206,7 +206,7 @@ def _verdicts_by_rule(reports: list[dict], rule: int) -> dict[tuple, str]:
 
 
 def rule_changes(reports: list[dict]) -> list[dict]:
-    """Every dated change (:data:`connlap_lite.verdicts.history.RULE_CHANGES`, then
+    """Every dated change of E1-E3 (:data:`connlap_lite.verdicts.history.RULE_CHANGES`, then
     :data:`~connlap_lite.verdicts.history.MEASUREMENT_CHANGES`) with the verdicts before and after it on ``reports``,
     side by side: each rule change's row gains ``verdicts``, ``{key: (old, new)}`` (keys as in
     :func:`_verdicts_by_rule`, for that change's claim); each measurement change's row gains ``verdicts``,
@@ -214,11 +214,11 @@ def rule_changes(reports: list[dict]) -> list[dict]:
     measurement (:func:`connlap_lite.verdicts.record.archived_view`) and to the current one (None where the reports do
     not hold the archived keys)."""
     reports = check_reports(reports, need=(*NEED, "parameters"))
-    rules = {c[e] for c in H.RULE_CHANGES for e in ("from", "to")} | {k for c in H.MEASUREMENT_CHANGES
-                                                                       for k in c["rules"]}
+    mine = [c for c in H.RULE_CHANGES if c["claim"] in ("E1", "E2", "E3")]     # (the known results': their chapter's)
+    rules = {c[e] for c in mine for e in ("from", "to")} | {k for c in H.MEASUREMENT_CHANGES for k in c["rules"]}
     by_rule = {k: _verdicts_by_rule(reports, k) for k in rules}
     out = []
-    for change in H.RULE_CHANGES:
+    for change in mine:
         old, new = by_rule[change["from"]], by_rule[change["to"]]
         pairs = {k: (old[k], new[k]) for k in old if k[0] == change["claim"]}
         out.append({**change, "verdicts": pairs})
