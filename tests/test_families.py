@@ -74,6 +74,22 @@ def test_the_readme_lists_the_tested_families():
     assert tuple(re.findall(r"`([\w-]+)`", listed.group(1))) == TESTED, "README's list is not adapters.TESTED"
 
 
+def eager_reference(eager, batch) -> tuple:
+    """The eager model's own attention weights, per layer, and its attention modules' outputs on ``batch``: what
+    the walks are compared with (no code of ours between the model and these)."""
+    adapter = adapter_for(eager)
+    outputs = []
+    handles = [m.register_forward_hook(lambda mod, args, out, l=l: outputs.append(adapter.module_output(eager, l, out)))
+               for l, m in enumerate(adapter.layers(eager))]
+    try:
+        with torch.no_grad():
+            reference = eager(**batch, output_attentions=True, use_cache=False).attentions
+    finally:
+        for h in handles:
+            h.remove()
+    return reference, outputs
+
+
 @pytest.mark.parametrize("name, implementation", CASES)
 def test_attention_is_the_models_own_and_the_walk_reproduces_the_module(name, implementation):
     """P against the weights the model's own eager attention returns (output_attentions, no code of ours), on a
@@ -84,16 +100,7 @@ def test_attention_is_the_models_own_and_the_walk_reproduces_the_module(name, im
     model.load_state_dict(eager.state_dict())
     batch = unequal_batch()
     tokens = batch["attention_mask"].bool()
-    adapter = adapter_for(eager)
-    outputs = []                                  # the eager model's own attention-module outputs
-    handles = [m.register_forward_hook(lambda mod, args, out, l=l: outputs.append(adapter.module_output(eager, l, out)))
-               for l, m in enumerate(adapter.layers(eager))]
-    try:
-        with torch.no_grad():
-            reference = eager(**batch, output_attentions=True, use_cache=False).attentions
-    finally:
-        for h in handles:
-            h.remove()
+    reference, outputs = eager_reference(eager, batch)
     before = model.config._attn_implementation
     seen = 0
     for lw in attention_walks(model, batch, progress=False, attention="logits"):

@@ -16,7 +16,7 @@ from tiny_models import UNLISTED, build
 from connlap_lite import attention_walks, stochasticity_defect
 from connlap_lite.models.adapters import FAMILIES, READ, TESTED, UntestedFamily, _probe, _written, adapter_for, llama
 
-from test_families import TOL, clean, rel, unequal_batch
+from test_families import TOL, clean, eager_reference, rel, unequal_batch
 
 
 def test_the_unlisted_types_are_neither_listed_nor_tested():
@@ -36,15 +36,7 @@ def test_an_unlisted_type_with_a_known_layout_streams_exact_walks(name, implemen
     tokens = batch["attention_mask"].bool()
     adapter = adapter_for(eager)                 # unchecked (no walk): the layout, read from the modules
     assert adapter is llama and not hasattr(eager, READ)
-    outputs = []
-    handles = [m.register_forward_hook(lambda mod, args, out, l=l: outputs.append(adapter.module_output(eager, l, out)))
-               for l, m in enumerate(adapter.layers(eager))]
-    try:
-        with torch.no_grad():
-            reference = eager(**batch, output_attentions=True, use_cache=False).attentions
-    finally:
-        for h in handles:
-            h.remove()
+    reference, outputs = eager_reference(eager, batch)
     with pytest.warns(UntestedFamily, match=rf"model type '{name}' is untested .* read through the llama layout "
                                             r"\(connlap_lite/models/adapters/llama.py\), whose walk reproduces") as caught:
         walks = attention_walks(model, batch, progress=False, attention="logits")
