@@ -322,13 +322,12 @@ def test_cache_key_follows_a_local_folders_weights(tmp_path, cache, tiny_report_
 def test_cache_key_follows_the_corpus_text(tiny_folder, cache, monkeypatch):
     """The key carries the corpus's digest: a report measured on one text is never read back for another (the
     corpora once came with the running Python, and a chapter's by-hand check then failed under another)."""
-    from connlap_lite.measure import analysis
     from connlap_lite.models import text
     reports = []
     for words in ("a walk on tokens. ", "another text of other words. "):
         texts = [words * 40]
-        monkeypatch.setattr(analysis, "corpus_texts", lambda name="pydoc", t=texts: t)
-        monkeypatch.setattr(analysis, "corpus_digest", lambda name="pydoc", t=texts: text._digest([("text", t[0])]))
+        monkeypatch.setattr(text, "works", lambda name="pydoc", t=texts: (("text", t[0]),))
+        monkeypatch.setattr(text, "corpus_digest", lambda name="pydoc", t=texts: text._digest([("text", t[0])]))
         reports.append(_analyze(tiny_folder, n_passages=2, n_tokens=12, random_seeds=(0,), shuffle=False))
         assert reports[-1]["corpus_digest"] == text._digest([("text", texts[0])])
     assert len(list((cache / "measurements").glob("*.json"))) == 2

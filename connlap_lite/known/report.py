@@ -20,9 +20,7 @@ from ..models.adapters import describe
 from ..models.extraction import attention_walks
 from ..models.load import load_model, model_name
 from ..models.twins import NULL_SEED
-from ..models.text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
-from ..models.text import corpus as corpus_texts
-from ..models.text import passages_with_windows
+from ..models.text import check_sizes, passage_fields, passages_with_windows
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .sinks import EPS, INPUTS, first_token_scores, position_spread, random_tokens, repeated_tokens, sink_rate
 from .statements import verdicts
@@ -206,25 +204,17 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
 
     name = model_name(name)
     n_passages, n_tokens = check_sizes(n_passages, n_tokens)
-    if texts is None:
-        check_corpus(corpus)
-    else:
-        texts, corpus = check_texts(texts), "texts"
-    bos, split = check_bos(bos), check_split(split)
-    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, texts=texts,
-                eps=EPS, null_seed=NULL_SEED, null_seeds=NULL_SEEDS,
-                corpus_digest=corpus_digest(corpus) if texts is None else None)
-    if bos is not None:                             # (absent when None, exploratory: the keys of before, as analyze's)
-        args["bos"] = bos
-    if split != "exploratory":
-        args["split"] = split
+    passages = passage_fields(texts, corpus, bos, split)
+    texts, corpus = passages["texts"], passages["corpus"]
+    args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_init=random_init, eps=EPS,
+                null_seed=NULL_SEED, null_seeds=NULL_SEEDS, **passages)
     identity = folder_identity(name)
     fields = args if identity is None else {"weights": identity, **args}
 
     def loaded():
         model, tok = load_model(name, device=device, random_init=random_init, seed=seed)
-        cut = passages_with_windows(tok, n_passages, n_tokens, seed=seed,
-                                    texts=corpus_texts(corpus) if texts is None else texts, bos=bos, split=split)
+        cut = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=texts, corpus=corpus, bos=bos,
+                                    split=split)
         return model, tok, random_like(model, NULL_SEED), cut
 
     def compute() -> dict:

@@ -57,9 +57,7 @@ from ..models.extraction import attention_walks, head_transports, max_positions
 from ..models.memory import check_memory
 from ..models.load import check_model, load_model, model_name
 from ..models.verify import check as verify_check
-from ..models.text import check_bos, check_corpus, check_sizes, check_split, check_texts, corpus_digest
-from ..models.text import corpus as corpus_texts
-from ..models.text import passages_with_windows
+from ..models.text import check_sizes, passage_fields, passages_with_windows
 
 # the shuffled null's permutations: "shuffled" (the first, the one measured before 2026-12-04) and "shuffled1" ...
 # "shuffled4", each passage's tokens permuted anew (permutation p drawn with seed + p); the rules count them as units
@@ -449,7 +447,7 @@ def _seeds(seeds, name: str) -> list[int]:
     return seeds
 
 
-def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -> tuple:
+def _check_args(name, n_passages, n_tokens, seed, random_seeds, device) -> tuple:
     """The arguments checked, as plain Python values (a path's string, numpy ints as ints: the key is JSON)."""
     name = model_name(name)
     n_passages, n_tokens = check_sizes(n_passages, n_tokens)
@@ -457,7 +455,7 @@ def _check_args(name, n_passages, n_tokens, seed, random_seeds, texts, device) -
     seeds = _seeds(random_seeds, "random_seeds")
     if not isinstance(device, str):
         raise TypeError(f"device must be a string such as 'cpu' or 'cuda', got {device!r}")
-    return name, n_passages, n_tokens, seed, seeds, None if texts is None else check_texts(texts)
+    return name, n_passages, n_tokens, seed, seeds
 
 
 def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int = 0, random_seeds=(0, 1, 2, 3, 4),
@@ -499,14 +497,8 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
 
     Chapters: *E1*, *E2*, *E3*.
     """
-    name, n_passages, n_tokens, seed, random_seeds, texts = _check_args(name, n_passages, n_tokens, seed, random_seeds,
-                                                                        texts, device)
-    if texts is None:
-        check_corpus(corpus)
-    else:
-        corpus = "texts"
-    check_bos(bos)
-    check_split(split)
+    name, n_passages, n_tokens, seed, random_seeds = _check_args(name, n_passages, n_tokens, seed, random_seeds, device)
+    passages = passage_fields(texts, corpus, bos, split)
     if not isinstance(rivals, bool):
         raise TypeError(f"rivals must be True or False (False leaves out the rival readings), got {rivals!r}")
     if keep is not None and not isinstance(keep, dict):
@@ -515,12 +507,7 @@ def analyze(name: str, *, n_passages: int = 16, n_tokens: int = 128, seed: int =
     if len(data_seeds) > len(record.DATA_SEED_KEYS):
         raise ValueError(f"data_seeds must hold at most {len(record.DATA_SEED_KEYS)} seeds, got {data_seeds}")
     args = dict(n_passages=n_passages, n_tokens=n_tokens, seed=seed, random_seeds=random_seeds, data_seeds=data_seeds,
-                shuffle=shuffle, random_init=random_init, q4=q4, texts=texts, corpus=corpus,
-                corpus_digest=corpus_digest(corpus) if texts is None else None)
-    if bos is not None:                             # (absent when None: the tokenizer's habit, the key's default)
-        args["bos"] = bos
-    if split != "exploratory":                      # (absent for the exploratory passages: the key's default)
-        args["split"] = split
+                shuffle=shuffle, random_init=random_init, q4=q4, **passages)
     if not rivals:                                  # (absent when measured: the key's default)
         args["rivals"] = False
     identity = folder_identity(name)
@@ -550,8 +537,7 @@ def _measure_all(name: str, args: dict, *, device: str, progress: bool, held: di
     check_memory(model, n_passages, n_tokens, walks=describe(model)["layers"] + 36, models=2, what=repr(name))
     if q4:
         quantise_q4(model)
-    source = corpus_texts(corpus) if texts is None else texts
-    batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=source, bos=bos,
+    batch, windows = passages_with_windows(tok, n_passages, n_tokens, seed=seed, texts=texts, corpus=corpus, bos=bos,
                                            split=args.get("split", "exploratory"))
     # no number from a layer that the adapter misreads: the walk must reproduce every attention module first
     verify_check(model, {k: v[:2] for k, v in batch.items()})

@@ -225,6 +225,28 @@ def check_split(split) -> str:
     return split
 
 
+def passage_fields(texts=None, corpus: str = "pydoc", bos=None, split: str = "exploratory") -> dict:
+    """Which passages a measurement reads, checked where they enter, as the fields of its cache key:
+    ``texts``, ``corpus`` (``"texts"`` when texts are given) and its ``corpus_digest`` (None for given texts), and
+    ``bos`` and ``split`` only where they are not the defaults (so that the keys of earlier reports hold). Both
+    pipelines key their caches by it (:func:`connlap_lite.measure.analysis.analyze`,
+    :func:`connlap_lite.known.known_results`) and cut their batch from it (:func:`passages_with_windows`).
+
+    >>> passage_fields(corpus="stdlib", split="confirmation")["corpus"], passage_fields(["a text"])["corpus_digest"]
+    ('stdlib', None)
+    """
+    if texts is None:
+        check_corpus(corpus)
+    else:
+        texts, corpus = check_texts(texts), "texts"
+    out = {"texts": texts, "corpus": corpus, "corpus_digest": corpus_digest(corpus) if texts is None else None}
+    if check_bos(bos) is not None:                  # (absent when None: the tokenizer's habit, the key's default)
+        out["bos"] = bos
+    if check_split(split) != "exploratory":         # (absent for the exploratory passages: the key's default)
+        out["split"] = split
+    return out
+
+
 _IDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
