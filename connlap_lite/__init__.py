@@ -7,9 +7,11 @@ command line) import ``pages``, and ``measure`` never imports ``known`` (``tests
 module             idea
 =================  ==================================================
 ``walks``          connection walks, gauges, holonomy (chapter *Connection walks*)
+``chains``         the walk as a Markov chain: stochasticity, stationary distribution, reversibility
 ``transports``     edge transports: constant, a multi-head mixture kept factored, explicit, in new frames
 ``attention``      reference attention and its walks (the single-head and multi-head theorems)
-``laplacian``      connection Laplacian, defects, energy, spectra (chapters *Connection Laplacian*, *Reversibility*)
+``laplacian``      connection Laplacian, transports' defects, energy, spectra (chapters *Connection Laplacian*,
+                   *Reversibility*)
 ``testing``        what checks share: relative error, random orthogonal matrices
 ``models``         reading real models: ``load`` (offline short names, hub ids, folders), ``offline`` (the packaged
                    files), ``adapters`` (one small module per weight layout), ``extraction`` (layers streamed as
@@ -38,9 +40,9 @@ module             idea
 Numpy in gives numpy out; torch in gives torch out.
 """
 from .attention import AttentionWeights, attention_patterns, mha_walk, multi_head_attention, sha_walk, walk_from_heads
+from .chains import reversibility_defect, stationary_distribution, stochasticity_defect
 from .laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
-                        random_walk_connection, reversibility_defect, stationary_distribution, stochasticity_defect,
-                        symmetry_defect)
+                        random_walk_connection, symmetry_defect)
 from .models.extraction import LayerWalks, attention_walks, head_transports
 from .models.load import load_model
 from .models.text import default_texts, encode, passages

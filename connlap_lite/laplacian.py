@@ -1,4 +1,5 @@
-"""Connection Laplacians, the defects of the conditions (S), (R), (M), energies and spectra.
+"""Connection Laplacians, the defect of condition (M), energies and spectra (the defects of (S) and (R) are the
+chain's: :mod:`connlap_lite.chains`).
 
 Chapters: *When the generator is a connection Laplacian* (the random-walk connection Laplacian, the reduction
 theorem) and *Reversibility, defects and low-rank heads* (the defects).
@@ -22,17 +23,6 @@ def _walk(walk) -> ConnectionWalk:
     if not isinstance(walk, ConnectionWalk):
         raise TypeError(f"walk must be a ConnectionWalk, got {type(walk).__name__}")
     return walk
-
-
-def _walk_matrix(P, name="P"):
-    numpy = is_numpy(P)
-    P = P.P.to(P.precision) if isinstance(P, ConnectionWalk) else to_tensor(P, name, ndim=2)
-    check_shape(P, name, (P.shape[0], P.shape[0]))
-    if P.shape[0] == 0:
-        raise ValueError(f"{name} must be a walk on at least one token, got shape {tuple(P.shape)}")
-    if bool((P < 0).any()):
-        raise ValueError(f"{name} must be nonnegative (a walk matrix)")
-    return P, numpy
 
 
 def random_walk_connection(w, O, *, atol: float | None = None) -> ConnectionWalk:
@@ -101,144 +91,6 @@ def connection_laplacian(w, O, *, dense: bool = True):
     if not dense:
         return walk.operator(generator=True)
     return out(to_tensor(walk.generator(), "L"), numpy)
-
-
-def stochasticity_defect(P):
-    """``max_i |sum_j P_ij - 1|``: zero exactly for a row-stochastic walk.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> round(float(stochasticity_defect(np.array([[0.5, 0.5], [0.2, 0.6]]))), 12)
-    0.2
-    """
-    P, numpy = _walk_matrix(P)
-    return out((P.sum(1) - 1).abs().max(), numpy)
-
-
-def stationary(P: torch.Tensor) -> torch.Tensor:
-    """The stationary distributions of a stack ``(..., n, n)`` of row-stochastic walks, batched.
-
-    The one implementation behind :func:`stationary_distribution` and ``metrics.stationary`` (which
-    check their arguments; this does not).  It solves ``(I - P^T + 1 1^T) pi = 1``: when the walk has
-    a unique stationary distribution (one closed class: an irreducible walk, or a causal one, where
-    the first token absorbs) the matrix is invertible and the solution is that ``pi`` (its
-    ``1^T``-component forces ``sum pi = 1``, and then ``pi P = pi``).  Rounding below zero is
-    clipped and ``pi`` renormalised.  Agrees with the left Perron eigenvector of a dense
-    eigen-solve to rounding (``tests/test_laplacian.py`` checks ``1e-10`` relative on random walks).
-
-    >>> P = torch.tensor([[[0.9, 0.1], [0.5, 0.5]], [[0.5, 0.5], [0.5, 0.5]]], dtype=torch.float64)
-    >>> stationary(P).numpy().round(6)
-    array([[0.833333, 0.166667],
-           [0.5     , 0.5     ]])
-    """
-    n = P.shape[-1]
-    eye = torch.eye(n, dtype=P.dtype, device=P.device)
-    A = eye - P.transpose(-1, -2) + 1.0
-    pi = torch.linalg.solve(A, torch.ones(P.shape[:-1], dtype=P.dtype, device=P.device)).clamp_min(0)
-    return pi / pi.sum(-1, keepdim=True)
-
-
-def reversibility(P: torch.Tensor, pi: torch.Tensor) -> torch.Tensor:
-    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` for stacks ``P (..., n, n)`` and ``pi (..., n)``, batched.
-
-    The one implementation behind :func:`reversibility_defect` and ``metrics.reversibility``
-    (which check their arguments; this does not).
-    """
-    F = pi[..., :, None] * P
-    return torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
-
-
-def reach(P: torch.Tensor) -> torch.Tensor:
-    """``R[..., i, j]``: token ``j`` can be reached from ``i`` along the walk's edges (``P_ij > 0``; ``i`` from
-    itself), by repeated squaring of the boolean adjacency; a walk with every entry positive needs none."""
-    eye = torch.eye(P.shape[-1], dtype=torch.bool, device=P.device)
-    R = (P > 0) | eye
-    if bool(R.all()):
-        return R
-    for _ in range(max(1, math.ceil(math.log2(P.shape[-1])))):
-        R = (R.double() @ R.double()) > 0
-    return R
-
-
-def _row_stochastic(P: torch.Tensor, atol: float | None) -> None:
-    """Refuse ``P`` whose rows miss 1 by more than ``atol`` (default: 16 sqrt(n) rounding units of float32, or of
-    ``P``'s dtype if coarser: a walk computed in float32 passes, even stored in float64)."""
-    if atol is None:
-        atol = tolerance(P.dtype, torch.float32, n=P.shape[0])
-    dev = float(stochasticity_defect(P))
-    if not dev <= atol:
-        raise ValueError(f"P must be row-stochastic (row sums off by {dev:.3g}, more than atol={atol:.3g}); "
-                         "normalise with P / P.sum(1, keepdims=True)")
-
-
-def stationary_distribution(P, *, atol: float | None = None):
-    """The stationary distribution ``pi`` of a row-stochastic ``P``: ``pi P = pi``, ``sum pi = 1``.
-
-    The rows are renormalised in float64 and ``pi`` solved by :func:`stationary` (a linear solve).
-    For a causal (lower-triangular) walk it is ``e_1``: the first token absorbs (causal
-    attention is never reversible, chapter *Reversibility, defects and low-rank heads*).
-
-    Tolerances.  *Stochastic*: the row sums may miss 1 by ``atol``, by default 16 sqrt(n) rounding units of float32
-    (or of ``P``'s dtype if coarser): ``1.9e-6`` for 1 token, ``2.2e-5`` for 128 in float32 or float64, so a walk of
-    float32 noise passes, even stored in float64.  *Connected*: ``pi`` is unique when some token is reached from
-    every token along the walk's edges, an edge being any ``P_ij > 0`` (no threshold: a walk linked by ``1e-7`` is
-    connected, and its ``pi`` unique though sensitive); otherwise (two closed classes of tokens) an error says so.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> P = np.array([[0.9, 0.1], [0.5, 0.5]])
-    >>> np.round(stationary_distribution(P), 6)
-    array([0.833333, 0.166667])
-
-    Chapter: *Reversibility and low rank*.
-    """
-    P, numpy = _walk_matrix(P)
-    _row_stochastic(P, atol)
-    P64 = P.detach().double()
-    P64 = P64 / P64.sum(1, keepdim=True)
-    R = reach(P64)
-    if not bool(R.all(0).any()):                    # closed classes: tokens that reach only tokens reaching them
-        closed = (~R | R.T).all(1)
-        classes = len({tuple(row.tolist()) for row in R[closed]})
-        raise ValueError(f"P has eigenvalue 1 with multiplicity {classes} ({classes} closed classes of tokens): the "
-                         "walk is not connected and its stationary distribution is not unique: measure each class alone, or "
-                         "apply metrics.teleport(P) first")
-    return out(stationary(P64).to(P.dtype), numpy)
-
-
-def reversibility_defect(P, pi=None):
-    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` with ``Pi = diag(pi)``.
-
-    Zero exactly when detailed balance ``pi_i P_ij = pi_j P_ji`` holds.  ``pi``
-    defaults to :func:`stationary_distribution`.  ``P`` must be a row-stochastic walk whether or not ``pi`` is
-    given (the tolerance of :func:`stationary_distribution`).  Beware: for a causal walk
-    ``pi = e_1`` and ``Pi P`` is symmetric, so the defect is 0 although (R) with
-    ``pi > 0`` fails; report ``min(pi)`` beside it.  Computed by :func:`reversibility`.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> P = np.array([[0.5, 0.5, 0.0], [0.25, 0.5, 0.25], [0.0, 0.5, 0.5]])   # a reversible chain
-    >>> round(float(reversibility_defect(P)), 12)
-    0.0
-    >>> reversibility_defect(2 * P, pi=np.ones(3) / 3)
-    Traceback (most recent call last):
-    ...
-    ValueError: P must be row-stochastic (row sums off by 1, more than atol=3.3e-06); normalise with P / P.sum(1, keepdims=True)
-    """
-    P, numpy = _walk_matrix(P)
-    if pi is None:
-        pi = stationary_distribution(P)
-    else:
-        _row_stochastic(P, None)
-        pi = to_tensor(pi, "pi", ndim=1)
-    check_shape(pi, "pi", (P.shape[0],))
-    if bool((pi < 0).any()) or not float(pi.sum()) > 0:
-        raise ValueError("pi must be a distribution: nonnegative with a positive sum")
-    P, pi = harmonise(P, pi.to(P.device))
-    return out(reversibility(P, pi), numpy)
 
 
 def singular_value_defect(s: torch.Tensor, rtol: float) -> torch.Tensor:
@@ -341,7 +193,7 @@ def dirichlet_energy(walk: ConnectionWalk, f, pi=None):
     F = to_tensor(f, "f", ndim=2).to(walk.P)
     check_shape(F, "f", (walk.n, walk.d))
     if pi is None:
-        pi = torch.as_tensor(stationary_distribution(walk)).to(walk.P)
+        pi = torch.as_tensor(walk.compute_stationary()).to(walk.P)
     else:
         pi = to_tensor(pi, "pi", ndim=1).to(walk.P)
     check_shape(pi, "pi", (walk.n,))

@@ -9,8 +9,16 @@ from typing import Sequence
 import numpy as np
 import torch
 
+import warnings
+
 from ._backend import check_float_dtype, check_index, check_shape, is_numpy, out, to_tensor
+from .chains import stationary_distribution
 from .transports import ConstantTransport, EdgeTransport, FrameChange, MixtureTransport, Transport
+
+
+class ComputedOnFirstUse(UserWarning):
+    """A walk's property was computed on first use (once; it is kept): call the named method to compute it when you
+    choose, or filter this warning."""
 
 
 def _as_transport(transport, d_hint=None) -> Transport:
@@ -199,6 +207,36 @@ class ConnectionWalk:
         w.transport = self.transport.to(**kw)
         w.offset = None if self.offset is None else self.offset.to(**kw)
         return w
+
+    # ------------------------------------------------------------ as a chain
+    def compute_stationary(self):
+        """The stationary distribution of ``P`` (:func:`connlap_lite.stationary_distribution`, in the walk's
+        precision), computed now and kept for :attr:`stationary`.  Raises if ``P`` is not row-stochastic or has
+        no unique stationary distribution."""
+        if getattr(self, "_pi", (None, None))[0] is not self.P:
+            self._pi = (self.P, stationary_distribution(self.P.to(self.precision)))
+        return out(self._pi[1], self._numpy)
+
+    @property
+    def stationary(self):
+        """The stationary distribution ``pi`` of ``P`` (``pi P = pi``, ``sum pi = 1``), solved on first use, with a
+        :class:`ComputedOnFirstUse` warning that names :meth:`compute_stationary`, and kept.
+
+        >>> import numpy as np, warnings
+        >>> walk = ConnectionWalk(np.array([[0.9, 0.1], [0.5, 0.5]]), np.eye(1))
+        >>> with warnings.catch_warnings(record=True) as said:
+        ...     warnings.simplefilter("always")
+        ...     first, again = walk.stationary, walk.stationary
+        >>> np.round(first, 6), len(said)                    # solved once, said once
+        (array([0.833333, 0.166667]), 1)
+        >>> print(said[0].message)
+        ConnectionWalk.stationary: solving for the stationary distribution of this 2-token walk now (once: it is kept); call walk.compute_stationary() to compute it when you choose
+        """
+        if getattr(self, "_pi", (None, None))[0] is not self.P:
+            warnings.warn(f"ConnectionWalk.stationary: solving for the stationary distribution of this {self.n}-token "
+                          "walk now (once: it is kept); call walk.compute_stationary() to compute it when you choose",
+                          ComputedOnFirstUse, stacklevel=2)
+        return self.compute_stationary()
 
     # ----------------------------------------------------------------- gauges
     def rescale(self, c) -> "ConnectionWalk":

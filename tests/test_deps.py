@@ -120,7 +120,7 @@ own = m.version
 m.version = lambda name: "5.15.1" if name == "transformers" else own(name)     # Colab's, before the models extra
 import numpy as np
 import connlap_lite                                          # the theory imports and runs
-from connlap_lite.laplacian import stochasticity_defect
+from connlap_lite.chains import stochasticity_defect
 print("theory", stochasticity_defect(np.full((3, 3), 1 / 3)) < 1e-12)
 for call in (lambda: connlap_lite.load_model("minilm-l6"), lambda: connlap_lite.models.adapters.adapter_for(None)):
     try:

@@ -99,7 +99,7 @@ def test_laplacian_checks():
     rot = O.copy(); rot[0, 1] = [[0, -1], [1, 0]]
     with pytest.raises(ValueError, match="O_ji = O_ij"):
         connection_laplacian(np.array([[0.0, 1.0], [1.0, 0.0]]), rot)
-    with pytest.raises(ValueError, match=r"row-stochastic.*P / P.sum\(1, keepdims=True\)"):
+    with pytest.raises(ValueError, match=r"row-stochastic.*P / P.sum\(-1, keepdims=True\)"):
         stationary_distribution(np.array([[0.5, 0.2], [0.5, 0.5]]))
     with pytest.raises(ValueError, match="multiplicity 2"):
         stationary_distribution(np.eye(2))

@@ -5,13 +5,11 @@ Each reference here is the definition computed the slow way: a dense eigen-solve
 tolerance their docstrings state, on small random cases, with and without grouped heads (GQA), and on
 ill-conditioned factors where they fall back.
 """
-import numpy as np
 import pytest
 import torch
 
-from connlap_lite import HeadTransports, reversibility_defect, stationary_distribution
+from connlap_lite import HeadTransports
 from connlap_lite.measure import edges
-from connlap_lite import laplacian as L
 from connlap_lite.measure import metrics as M
 from connlap_lite.measure import nulls
 from connlap_lite.testing import rel
@@ -39,16 +37,6 @@ def heads_of(H, G, d, r, seed, scale=None):
 
 
 # ---------------------------------------------------------------- references
-def stationary_dense(P):
-    """The left Perron vector of each walk from a dense general eigen-solve."""
-    out = []
-    for p in P.reshape(-1, *P.shape[-2:]).numpy():
-        vals, vecs = np.linalg.eig(p.T)
-        v = np.real(vecs[:, np.argmin(np.abs(vals - 1))])
-        out.append(v / v.sum())
-    return torch.tensor(np.array(out)).reshape(P.shape[:-1])
-
-
 def data_defect_dense(heads, X):
     """The coefficient of variation of ``|T_h x| / |Q_v Q_v^T x|`` with the dense ``T_h`` and a full QR."""
     T = heads.dense().double()
@@ -64,37 +52,6 @@ def overlap_dense(heads):
     Qu, _ = torch.linalg.qr(heads.U.double())
     Qv, _ = torch.linalg.qr(heads.V.double().transpose(1, 2))
     return (Qu.transpose(1, 2) @ Qv).pow(2).sum((-2, -1)) / heads.U.shape[-1]
-
-
-# ---------------------------------------------------------------- one stationary distribution
-@pytest.mark.parametrize("causal", [False, True])
-def test_stationary_is_the_dense_perron_vector(causal):
-    P = walks(5, 9, seed=1, causal=causal)
-    P = P if causal else M.teleport(P, 0.1)
-    pi = M.stationary(P)
-    assert pi.shape == (5, 9)
-    assert rel(pi, stationary_dense(P)) < 1e-10
-    assert rel(torch.einsum("bi,bij->bj", pi, P), pi) < 1e-12          # pi P = pi
-    for b in range(5):          # the public wrapper: the same solve (after renormalising the rows in float64)
-        assert rel(stationary_distribution(P[b]), L.stationary(P[b])) < 1e-14
-    if causal:
-        assert rel(pi, torch.eye(9, dtype=F64)[0].expand(5, 9)) < 1e-12  # the first token absorbs
-
-
-def test_reversibility_one_implementation():
-    P = M.teleport(walks(4, 7, seed=2), 0.2)
-    batched = M.reversibility(P)
-    each = torch.stack([torch.as_tensor(reversibility_defect(P[b])) for b in range(4)])
-    assert rel(batched, each) < 1e-14
-    pi = stationary_dense(P)
-    F = pi[..., :, None] * P
-    dense = torch.linalg.norm(F - F.transpose(-1, -2), dim=(-2, -1)) / torch.linalg.norm(F, dim=(-2, -1))
-    assert rel(batched, dense) < 1e-10
-    # a symmetric walk is reversible; a disconnected one has no unique pi and the wrapper says so
-    w = torch.rand(6, 6, dtype=F64, generator=torch.Generator().manual_seed(3))
-    assert float(M.reversibility((w + w.T) / (w + w.T).sum(1, keepdim=True))) < 1e-12
-    with pytest.raises(ValueError, match="multiplicity 2"):
-        stationary_distribution(np.eye(2))
 
 
 # ---------------------------------------------------------------- transports from their factors

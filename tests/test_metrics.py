@@ -70,14 +70,10 @@ def test_sinks():
     assert M.sink_columns(10, encoder=True) == [0, 9] and M.sink_columns(10, encoder=False) == [0]
 
 
-def test_reversibility_of_teleported_walks():
-    w = torch.rand(6, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(6))
-    w = w + w.T
-    P = w / w.sum(1, keepdim=True)
-    assert float(M.reversibility(P)) < 1e-10
-    pi = M.stationary(P)
-    assert torch.allclose(pi, w.sum(1) / w.sum())
-    assert float(M.reversibility(M.teleport(stochastic(6, 7, causal=True)))) > 0.05
+def test_teleport():
+    P = stochastic(6, 7, causal=True)
+    T = M.teleport(P, 0.2)
+    assert bool((T > 0).all()) and torch.allclose(T.sum(1), torch.ones(6, dtype=torch.float64))
     with pytest.raises(ValueError, match="alpha must be in"):
         M.teleport(P, 1.5)
 
@@ -235,16 +231,3 @@ def test_defined_values_are_silent_and_unchanged():
     U = M.uniform_walk(6, True)
     assert float(d) == pytest.approx(float(M.walk_distance(P, Q) / (0.5 * (M.walk_distance(P, U) +
                                                                             M.walk_distance(Q, U)))), rel=1e-15)
-
-
-def test_stationary_and_reversibility_on_what_they_accept():
-    P = stochastic(7, 3)
-    pi = M.stationary(P)
-    assert torch.allclose(pi @ P, pi, atol=1e-12) and float(pi.sum()) == pytest.approx(1.0)
-    causal = stochastic(5, 2, causal=True)
-    assert torch.allclose(M.stationary(causal), torch.eye(5, dtype=torch.float64)[0], atol=1e-12)  # token 0 absorbs
-    assert float(M.reversibility(M.teleport(causal))) > 0.01          # teleported: irreducible, and not reversible
-    sym = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
-    assert float(M.reversibility(sym)) == pytest.approx(0.0, abs=1e-12)
-    f32 = torch.softmax(torch.randn(4, 64, 64, generator=torch.Generator().manual_seed(0)), -1)   # float32 rows
-    assert M.reversibility(M.teleport(f32)).shape == (4,)

@@ -51,6 +51,7 @@ from ..transports import HeadTransports
 from ..models.twins import NULL_SEED, random_like
 from .nulls import gaussian_null, quantise_q4, rotation_null, shuffled
 from .._backend import check_int, undefined
+from ..chains import reversibility_defect
 from .cache import cached, folder_identity
 from ..models.adapters import describe
 from ..models.extraction import attention_walks, head_transports, max_positions
@@ -93,7 +94,8 @@ def _walk_metrics(P: torch.Tensor, sinks: list[int], spectra: list | None = None
     Pn = M.without_sinks(P, sinks)
     U = M.uniform_walk(n, causal, dtype=P.dtype)
     out = {"uniform_dist": M.walk_distance(P, U),
-           "rev": M.reversibility(M.teleport(P)), "rev_nosink": M.reversibility(M.teleport(Pn))}
+           "rev": reversibility_defect(M.teleport(P), atol=M.ROW_TOL),
+           "rev_nosink": reversibility_defect(M.teleport(Pn), atol=M.ROW_TOL)}
     for key, W in (("cross", P), ("cross_nosink", Pn)):
         spec = M.sym_spectrum(W)
         if spectra is not None:

@@ -19,7 +19,8 @@ E1, attention graphs settle into stable operators with depth:
                                   defined for causal walks too;
 ``spectral_distance(P, Q)``       mean absolute difference of the sorted ``sym_spectrum``
                                   (the 1-Wasserstein distance of the two spectra);
-``teleport(P, alpha)``            PageRank chain ``(1 - alpha) P + alpha 11^T / n`` (irreducible);
+``teleport(P, alpha)``            PageRank chain ``(1 - alpha) P + alpha 11^T / n`` (irreducible); E1's
+                                  reversibility is ``connlap_lite.reversibility_defect`` of it;
 ``detect_sinks(P)``               the sink columns: those receiving over ``SINK_MULTIPLE / n`` of the attention;
 ``sink_mass(P, sinks)``           mean attention paid to the sink columns by the other queries;
 ``uniform_sink_mass(n, causal, sinks)`` the same for the uniform walk: a sink mass's reference;
@@ -276,70 +277,9 @@ def without_sinks(P: torch.Tensor, sinks: list[int]) -> torch.Tensor:
     return torch.where(mass > 1e-12, Q / mass.clamp_min(1e-300), eye)
 
 
-ROW_TOL = 1e-2   # a row's sum may miss 1 by this much: half-precision attention rounds each entry by 2^-9 or 2^-12
+ROW_TOL = 1e-2   # a walk's row sum may miss 1 by this much in a measurement: half-precision attention rounds each
+                 # entry by 2^-9 or 2^-12 (the ``atol`` that ``analyze`` gives ``reversibility_defect``)
 
-
-def _stochastic(P, name: str = "P") -> torch.Tensor:
-    """``P`` as float64 walks whose rows sum to 1 (within :data:`ROW_TOL`): a zero row is named, with the fix."""
-    W = _walks(P, name).double()
-    sums = W.sum(-1)
-    off = (sums - 1).abs() > ROW_TOL
-    if bool(off.any()):
-        where = [int(i) for i in torch.nonzero(off)[0]]
-        row, total = where[-1], float(sums[tuple(where)])
-        kind = "sums to 0 (a token that attends nowhere)" if total == 0 else f"sums to {total:.6g}"
-        at = f"row {row}" if len(where) == 1 else f"row {row} of walk {tuple(where[:-1])}"
-        raise ValueError(f"{name} must be row-stochastic: {at} {kind}; normalise its rows (P / P.sum(-1, "
-                         "keepdim=True)) or give every token at least one key")
-    return W
-
-
-def stationary(P: torch.Tensor) -> torch.Tensor:
-    """Stationary distribution of a row-stochastic ``P`` with one closed class (batched over leading axes).
-
-    Solves ``(I - P^T + 1 1^T) pi = 1`` in float64 (:func:`connlap_lite.laplacian.stationary`, the one
-    implementation that :func:`connlap_lite.stationary_distribution` uses too): for an irreducible
-    chain, or a causal one (the first token absorbs), the matrix is invertible and its solution is the
-    unique ``pi`` with ``pi P = pi`` and ``sum pi = 1``.  A row that does not sum to 1 (a zero row) and a
-    walk without a unique ``pi`` (two closed classes: no token that every token reaches) are refused.
-
-    >>> stationary(teleport(uniform_walk(3, causal=True), 0.5)).numpy().round(6)   # pi P = pi, sum pi = 1
-    array([0.533333, 0.266667, 0.2     ])
-    >>> stationary(torch.tensor([[1.0, 0.0], [0.0, 0.0]]))
-    Traceback (most recent call last):
-    ...
-    ValueError: P must be row-stochastic: row 1 sums to 0 (a token that attends nowhere); normalise its rows (P / P.sum(-1, keepdim=True)) or give every token at least one key
-    """
-    P = _stochastic(P)
-    if not bool(_laplacian.reach(P).all(-2).any(-1).all()):
-        raise ValueError("P has no unique stationary distribution (its walk has more than one closed class of "
-                         "tokens); apply metrics.teleport(P) first for the PageRank chain, which has one")
-    return _laplacian.stationary(P)
-
-
-def reversibility(P: torch.Tensor) -> torch.Tensor:
-    """``||Pi P - P^T Pi||_F / ||Pi P||_F`` of an irreducible walk (use :func:`teleport` first), batched.
-
-    The same computation as :func:`connlap_lite.reversibility_defect` (one implementation,
-    :func:`connlap_lite.laplacian.reversibility`), in float64, with ``pi`` from :func:`stationary`.
-    A walk that is not irreducible (some token cannot reach another, as in a causal walk, whose first token
-    absorbs everything) is refused: its defect would read as 0, "perfectly reversible", from the absorbing
-    token alone.
-
-    >>> float(reversibility(teleport(uniform_walk(4, causal=True)))) > 0
-    True
-    >>> reversibility(uniform_walk(4, causal=True))
-    Traceback (most recent call last):
-    ...
-    ValueError: P must be irreducible for reversibility: token 0 cannot reach token 1 (a causal walk's first token absorbs everything); apply metrics.teleport(P) first
-    """
-    P = _stochastic(P)
-    R = _laplacian.reach(P)
-    if not bool(R.all()):
-        *_, i, j = (int(k) for k in torch.nonzero(~R)[0])
-        raise ValueError(f"P must be irreducible for reversibility: token {i} cannot reach token {j} (a causal "
-                         "walk's first token absorbs everything); apply metrics.teleport(P) first")
-    return _laplacian.reversibility(P, _laplacian.stationary(P))
 
 
 # ------------------------------------------------------------------- E2: transports

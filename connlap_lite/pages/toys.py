@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..chains import reversibility_defect, stationary_distribution, stochasticity_defect
 from ..laplacian import (connection_laplacian, dirichlet_energy, generator_spectrum, isometry_defect,
-                         random_walk_connection, reversibility_defect, stationary_distribution, stochasticity_defect,
-                         symmetry_defect)
+                         random_walk_connection, symmetry_defect)
 from ..testing import random_orthogonal
 from ..transports import EdgeTransport
 from ..walks import ConnectionWalk

@@ -17,8 +17,8 @@ from ...attention import attention_patterns, mha_walk, multi_head_attention, wal
 from ...measure.edges import rank_free_defect
 from ...known.sinks import first_token_scores, sink_rate
 from ...known.stream import norm_weighted_walk
-from ...laplacian import (connection_laplacian, dirichlet_energy, random_walk_connection, reversibility_defect,
-                          stationary_distribution)
+from ...chains import reversibility_defect, stationary_distribution
+from ...laplacian import connection_laplacian, dirichlet_energy, random_walk_connection
 from ...measure.stats import _p_win, holm, spearman
 from ..toys import conditions_report, holonomy_spectrum
 from ...transports import EdgeTransport, HeadTransports

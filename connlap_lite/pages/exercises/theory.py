@@ -160,7 +160,7 @@ def _chain_cases(seed: int) -> list[Case]:
             Case("drifting 3-cycle", (drift,))]
 
 
-@checker(forbid=["connlap_lite.laplacian:stationary_distribution"])
+@checker(forbid=["connlap_lite.chains:stationary_distribution", "connlap_lite.chains:_solve"])
 def check_stationary():
     """Check ``fn(P)``: the stationary distribution of ``P``, shape ``(n,)``.
 
@@ -169,7 +169,7 @@ def check_stationary():
     return _chain_cases(501)
 
 
-@checker(forbid=["connlap_lite.laplacian:reversibility_defect"])
+@checker(forbid=["connlap_lite.chains:reversibility_defect", "connlap_lite.chains:_solve"])
 def check_reversibility_defect():
     """Check ``fn(P)``: the reversibility defect of ``P``, a number.
 
