@@ -75,7 +75,7 @@ def _setup(spec: dict):
 
     from connlap_lite import load_model, passages
     from connlap_lite.models.adapters import adapter_for
-    from connlap_lite.models.adapters._linear import is_encoder
+    from connlap_lite.models.adapters.linear import is_encoder
 
     if "name" in spec:
         model, tok = load_model(spec["name"])

@@ -263,13 +263,13 @@ def gated_walk(A: torch.Tensor, heads: HeadTransports, offset, numpy: bool, *, o
                 lazy: bool = False) -> ConnectionWalk:
     """The multi-head walk from checked patterns ``A``; with ``own`` the gates are written into ``A`` itself
     (patterns that the caller computed and no one else holds) and their weights are not checked again;
-    with ``lazy`` they are read from ``A`` and the walk's ``P`` as they are needed (``MixtureTransport._gated``),
+    with ``lazy`` they are read from ``A`` and the walk's ``P`` as they are needed (``MixtureTransport.gated``),
     never stored beside them (``A`` must then stay unchanged while the walk uses it)."""
     P = A.sum(0).div_(A.shape[0])
     if lazy and A.dtype == heads.U.dtype:          # read from A and P as they are needed, nothing stored
-        return ConnectionWalk(P, MixtureTransport._gated(A, P, heads), offset=offset, numpy=numpy)
+        return ConnectionWalk(P, MixtureTransport.gated(A, P, heads), offset=offset, numpy=numpy)
     if own:                                        # H * gamma^h = A^h / P, written into A
-        return ConnectionWalk(P, MixtureTransport._trusted(over(A, P, inplace=True), heads), offset=offset,
+        return ConnectionWalk(P, MixtureTransport.unchecked(over(A, P, inplace=True), heads), offset=offset,
                               numpy=numpy)
     return ConnectionWalk(P, MixtureTransport(over(A, P), heads), offset=offset, numpy=numpy)
 

@@ -72,7 +72,7 @@ class HeadTransports:
         self._cache: dict = {}        # derived factors (cores, singular values, Grams) per dtype; U, V never change
 
     @classmethod
-    def _trusted(cls, U: torch.Tensor, V, *, groups=None, offset=None) -> "HeadTransports":
+    def unchecked(cls, U: torch.Tensor, V, *, groups=None, offset=None) -> "HeadTransports":
         """Factors of checked shapes and finite values (another :class:`HeadTransports`'s, or a model's weights
         checked as such), not checked again: ``U`` ``(H, d, r)`` and ``V`` ``(H, r, d)`` of one floating dtype, or
         a function of no argument that forms ``V`` when it is first read (a per-head copy of rows that key/value
@@ -317,7 +317,7 @@ class MixtureTransport(Transport):
 
     @property
     def weights(self) -> torch.Tensor:
-        """The ``(H, n, n)`` weights; for a transport made by :meth:`_gated`, formed on first access."""
+        """The ``(H, n, n)`` weights; for a transport made by :meth:`gated`, formed on first access."""
         if self._weights is None:
             self._weights = self._rows(0, self._base.shape[1])
             self._base = self._mean = None
@@ -333,7 +333,7 @@ class MixtureTransport(Transport):
         return (self._base if self._weights is None else self._weights).dtype
 
     @classmethod
-    def _trusted(cls, weights: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+    def unchecked(cls, weights: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
         """Without the checks (a full pass over the ``(H, n, n)`` weights): for weights that this
         package computed itself (:func:`connlap_lite.mha_walk`'s gates), finite and of the heads' dtype."""
         if weights.dtype != heads.U.dtype or weights.ndim != 3 or weights.shape[0] != heads.n_heads:
@@ -343,7 +343,7 @@ class MixtureTransport(Transport):
         return t
 
     @classmethod
-    def _gated(cls, base: torch.Tensor, mean: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
+    def gated(cls, base: torch.Tensor, mean: torch.Tensor, heads: HeadTransports) -> "MixtureTransport":
         """Weights ``base / mean`` (``(H, n, n)`` over their head mean ``(n, n)``, :func:`over`), never stored:
         each block of rows that :meth:`apply` uses is formed on the fly (the same numbers), and :attr:`weights`
         forms them all on first access.  For checked patterns of the heads' dtype

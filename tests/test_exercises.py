@@ -26,7 +26,7 @@ import student_edition as SE  # (a build tool, tools/student_edition.py)
 from student_edition import main as student_main
 from student_edition import split_check, stub_source, student_edition, student_notebook
 
-from connlap_lite.pages.exercises import _key, _reference
+from connlap_lite.pages.exercises import answer_key, _reference
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -169,22 +169,22 @@ def lookup(answers_file):
         key = dict(f)
 
     def cheat(*args):
-        found = [k for k, v in key.items() if k.endswith("/inputs") and str(v) == _key.fingerprint(args)]
-        return _key._get(key, found[0].replace("/inputs", "/expected")) if found else None
+        found = [k for k, v in key.items() if k.endswith("/inputs") and str(v) == answer_key.fingerprint(args)]
+        return answer_key.stored(key, found[0].replace("/inputs", "/expected")) if found else None
     return cheat
 
 
 def test_a_lookup_of_the_shipped_answers_fails_every_graded_check(tmp_path, capsys):
     """answers.npz answers the practice cases (the student's own check cell), but no graded check: those cases
     are drawn at check time, and every checker draws at least one case that no shipped file holds."""
-    path = _key.record(E.CHECKERS, tmp_path / "answers.npz")
+    path = answer_key.record(E.CHECKERS, tmp_path / "answers.npz")
     cheat = lookup(path)
     E.check_holonomy(cheat)                                  # the practice check: the lookup passes it ...
     assert "5/5 cases passed" in capsys.readouterr().out
     for name, check in E.CHECKERS.items():
-        practice = {_key.fingerprint(c.args) for c in check.cases()}
+        practice = {answer_key.fingerprint(c.args) for c in check.cases()}
         for draw in (3, 4):
-            assert {_key.fingerprint(c.args) for c in check.cases(draw)} - practice, f"{name}: draw {draw} is practice"
+            assert {answer_key.fingerprint(c.args) for c in check.cases(draw)} - practice, f"{name}: draw {draw} is practice"
         with pytest.raises(ExerciseFailed, match=r"(returned None|failed on).*graded draw"):   # ... no graded one
             check(cheat, graded=True)
 
@@ -235,9 +235,9 @@ def test_student_stub_fails_with_a_clear_message(path, label, code):
 def recorded(name, wrong):
     """A reader's function that answers each case with what the key's mistake ``wrong`` gives on it."""
     cases = E.CHECKERS[name].cases()
-    _, mistakes = _key.computed(name, cases)
-    by_case = {_key.fingerprint(c.args): r for c, r in zip(cases, mistakes[wrong])}
-    return lambda *args: by_case[_key.fingerprint(args)]
+    _, mistakes = answer_key.computed(name, cases)
+    by_case = {answer_key.fingerprint(c.args): r for c, r in zip(cases, mistakes[wrong])}
+    return lambda *args: by_case[answer_key.fingerprint(args)]
 
 
 KEY_MISTAKES = [(name, m) for name, ms in _reference.MISTAKES.items() for m in ms]
@@ -371,24 +371,24 @@ def test_checker_messages_and_docstrings_do_not_spell_the_solution(path, label, 
     with pytest.raises(ExerciseFailed) as failure:
         checker(lambda *args: np.zeros(7))
     shipped = str(failure.value) + (checker.__doc__ or "")
-    for module in ("_runner", "_key", "theory", "real_models", "empirical", "interactive", "__init__"):
+    for module in ("_runner", "answer_key", "theory", "real_models", "empirical", "interactive", "__init__"):
         shipped += (ROOT / "connlap_lite" / "pages" / "exercises" / f"{module}.py").read_text(encoding="utf-8")
     for line in solution_lines(split_check(code)[0]):
         assert line not in shipped, f"{label}: the shipped checker code or its message holds {line!r}"
 
 
 def test_answer_key_refuses_cases_it_was_not_made_for(tmp_path):
-    path = _key.record({"check_holonomy": E.check_holonomy}, tmp_path / "answers.npz")
+    path = answer_key.record({"check_holonomy": E.check_holonomy}, tmp_path / "answers.npz")
     cases = E.check_holonomy.cases()
-    expected, mistakes = _key._from_file("check_holonomy", cases, path)
-    direct, _ = _key.computed("check_holonomy", cases)
+    expected, mistakes = answer_key.from_file("check_holonomy", cases, path)
+    direct, _ = answer_key.computed("check_holonomy", cases)
     assert all(np.allclose(a, b) for a, b in zip(expected, direct)) and set(mistakes) == set(
         _reference.MISTAKES["check_holonomy"])
     moved = [E.Case(c.label, (c.args[0] + 1, c.args[1])) for c in cases]
     with pytest.raises(RuntimeError, match=r"made for other cases of check_holonomy \(case 1 differs"):
-        _key._from_file("check_holonomy", moved, path)
+        answer_key.from_file("check_holonomy", moved, path)
     with pytest.raises(RuntimeError, match="has no entry for check_holm"):
-        _key._from_file("check_holm", E.check_holm.cases(), path)
+        answer_key.from_file("check_holm", E.check_holm.cases(), path)
 
 
 def test_failure_messages_for_crashes_none_and_non_callables():
@@ -431,15 +431,15 @@ def test_slope_reference_is_the_scorecards_bootstrap():
 def test_scorecard_exercises_ask_for_the_rules_in_force():
     """Holm's adjustment and the paired p-value against every null are the ones report's rules use."""
     from connlap_lite.measure import stats
-    from connlap_lite.measure.stats import _draws
+    from connlap_lite.measure.stats import unit_draws
 
     family = [0.04, 0.01, 0.03, 0.2]
     assert _reference.REFERENCES["check_holm"](family) == stats.holm(family)
     rng = np.random.default_rng(3)
     trained, nulls = rng.uniform(size=9), rng.uniform(size=(2, 9))
-    idx = _draws(9, 100, 0)
+    idx = unit_draws(9, 100, 0)
     t_b, n_b = trained[idx].mean(1), np.stack([n[idx].mean(1) for n in nulls])
-    assert _reference.p_below_nulls(trained, nulls, idx) == stats._p_win(t_b - n_b.min(0))
+    assert _reference.p_below_nulls(trained, nulls, idx) == stats.p_win(t_b - n_b.min(0))
     text = "\n".join(src(c) for c in load(ROOT / "book" / "empirical" / "scorecard.ipynb")["cells"])
     graded = text[text.index(":label: scorecard_graded1"):]
     assert "rule 1" not in graded and "first rule" not in graded
@@ -661,11 +661,11 @@ def test_grading_runs_the_graded_check_which_a_lookup_fails(student, tmp_path):
     for cell in nb["cells"]:
         if cell["metadata"].get("nbgrader", {}).get("solution"):
             name = re.search(r"^def (\w+)", src(cell), re.M)[1]
-            cell["source"] = src(cell) + (f"\nimport numpy as np\nfrom connlap_lite.pages.exercises import _key\n"
+            cell["source"] = src(cell) + (f"\nimport numpy as np\nfrom connlap_lite.pages.exercises import answer_key\n"
                               f"KEY = dict(np.load({str(tree / SE.KEY)!r}))\n"
                               f"def {name}(*args):\n"
-                              f"    hit = [k for k, v in KEY.items() if k.endswith('/inputs') and str(v) == _key.fingerprint(args)]\n"
-                              f"    return _key._get(KEY, hit[0].replace('/inputs', '/expected')) if hit else None\n")
+                              f"    hit = [k for k, v in KEY.items() if k.endswith('/inputs') and str(v) == answer_key.fingerprint(args)]\n"
+                              f"    return answer_key.stored(KEY, hit[0].replace('/inputs', '/expected')) if hit else None\n")
     namespace = {}
     for cell in nb["cells"]:                                 # the student's own run: every check cell passes
         if cell["metadata"].get("nbgrader"):

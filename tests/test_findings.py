@@ -428,13 +428,13 @@ def scorecard_book(e1_book):
     """The scorecard's paragraphs on the E1 book's rows, with one made-up ablation that moves dec-b's E1 word, a BOS
     ablation that moves dec-a's sink column, and another corpus measured without the shuffled passages."""
     reports, rows, *_ = e1_book
-    robust = {S._key(r): 1.0 for r in rows}
+    robust = {S.row_key(r): 1.0 for r in rows}
     registered = {(r["claim"], x["model"]): x["verdict"] for r in rows if r["claim"] in ("E1", "E2")
                   for x in r["per_model"]}
     moved = [("sinks kept", "E1", "dec-b", "a word the rules may add")]
     few = {"stdlib": [{**r, "conditions": {c: v for c, v in r["conditions"].items() if c != "shuffled"}}
                       for r in reports]}
-    says = FS.paragraphs(rows, robust, {S._key(r): {} for r in rows}, reports,
+    says = FS.paragraphs(rows, robust, {S.row_key(r): {} for r in rows}, reports,
                          (moved, registered, {"dec-a": ("BOS left out", [0], 0.5, [1], 0.1)}), few)
     return registered, says
 

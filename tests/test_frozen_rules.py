@@ -17,6 +17,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import re
 import textwrap
 
 import pytest
@@ -25,13 +26,13 @@ from connlap_lite.verdicts import rules as R
 from connlap_lite.verdicts import history as H
 
 # The shared machinery every rule of 2026-12-04 reads (a change here changes them all).
-SHARED = ("connlap_lite.measure.stats._p_win", "connlap_lite.measure.stats.expansion", "connlap_lite.measure.stats.seed_p",
-          "connlap_lite.measure.stats.holm", "connlap_lite.measure.stats.draws_for", "connlap_lite.measure.stats._interval",
-          "connlap_lite.measure.stats._draws", "connlap_lite.verdicts.words.flag", "connlap_lite.verdicts.words.data_status",
+SHARED = ("connlap_lite.measure.stats.p_win", "connlap_lite.measure.stats.expansion", "connlap_lite.measure.stats.seed_p",
+          "connlap_lite.measure.stats.holm", "connlap_lite.measure.stats.draws_for", "connlap_lite.measure.stats.percentile_interval",
+          "connlap_lite.measure.stats.unit_draws", "connlap_lite.verdicts.words.flag", "connlap_lite.verdicts.words.data_status",
           "connlap_lite.verdicts.words.combine", "connlap_lite.verdicts.words.decide", "connlap_lite.verdicts.record.third",
           "connlap_lite.verdicts.record.late", "connlap_lite.verdicts.record.late_value", "connlap_lite.verdicts.record.registered_nulls",
           "connlap_lite.verdicts.record.random_nulls", "connlap_lite.verdicts.record.shuffled_nulls", "connlap_lite.verdicts.record.matrix",
-          "connlap_lite.verdicts.rules._pmax", "connlap_lite.verdicts.rules._nonfinite", "connlap_lite.verdicts.rules._sources",
+          "connlap_lite.verdicts.rules.p_max", "connlap_lite.verdicts.rules.nonfinite_cells", "connlap_lite.verdicts.rules.null_sources",
           "connlap_lite.verdicts.rules.counts", "connlap_lite.verdicts.rules.boot_p", "connlap_lite.verdicts.rules.units_p",
           "connlap_lite.verdicts.rules.holm_rows", "connlap_lite.verdicts.rules._stable_word", "connlap_lite.verdicts.rules._holm_words")
 RULES = {
@@ -42,7 +43,7 @@ RULES = {
                          "connlap_lite.verdicts.rules.hierarchical_weights", "connlap_lite.verdicts.rules.hierarchical_means",
                          "connlap_lite.verdicts.rules.e2_word", "connlap_lite.verdicts.rules.e2_evidence",
                          "connlap_lite.verdicts.rules.e2_table", "connlap_lite.verdicts.rules.e2"),
-    ("E3", 4): SHARED + ("connlap_lite.verdicts.rules.gap_null", "connlap_lite.verdicts.rules.gap", "connlap_lite.verdicts.rules._slopes",
+    ("E3", 4): SHARED + ("connlap_lite.verdicts.rules.gap_null", "connlap_lite.verdicts.rules.gap", "connlap_lite.verdicts.rules.row_slopes",
                          "connlap_lite.verdicts.rules.leave_one_out", "connlap_lite.verdicts.rules.slope_test",
                          "connlap_lite.verdicts.rules.e3"),
     # the rules they replaced, kept runnable (their code frozen from the day they moved to rules_history)
@@ -64,7 +65,7 @@ CONSTANTS = ("connlap_lite.verdicts.rules.E1_METRIC", "connlap_lite.verdicts.rul
 
 FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen on 2026-12-04
     ('E1', 4): {
-        "connlap_lite.measure.stats._p_win":
+        "connlap_lite.measure.stats.p_win":
             "2884983f2d3ed99a5603d07d8f88c7b3bda27692c2dfde463209f50a808d6269",
         "connlap_lite.measure.stats.expansion":
             "799806c71f0085d33a5dc0d974d30051b8cd891d3418719f5a2208187a74e47f",
@@ -74,9 +75,9 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "ca70bd4c731ca582ae7e0b08df80de1501197a9b0e25bc24633612783deaf546",
         "connlap_lite.measure.stats.draws_for":
             "19457a0b3f4320658c58d6832e2da9afa41920c6d98fb97fa353bdac94bafc3e",
-        "connlap_lite.measure.stats._interval":
+        "connlap_lite.measure.stats.percentile_interval":
             "b9e7249f74c88af4bbd6fd23a73fb83d10771c6048705826ec31c2229370eeb1",
-        "connlap_lite.measure.stats._draws":
+        "connlap_lite.measure.stats.unit_draws":
             "8aabc62587af893aa115826021800a3dee0e4281fea5759cadbb1f5cf8a29454",
         "connlap_lite.verdicts.words.flag":
             "47cdf59dfd8722f3f40fdf332d535ba34c5f43902b3bfa775013df8cd2425570",
@@ -100,11 +101,11 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "19603ce9f532348def3c17a44f16f4433af3e7442c0a3bed1a4fa2806fe68748",
         "connlap_lite.verdicts.record.matrix":
             "5ef6f30231dcd1b01334622c4cbc2fbcd71ca6c724799a9733d046fba48f3eef",
-        "connlap_lite.verdicts.rules._pmax":
+        "connlap_lite.verdicts.rules.p_max":
             "5893dbcb33c12e1562c5b4c8176e9027bc4337e390867ed67e2d6ac73c710f41",
-        "connlap_lite.verdicts.rules._nonfinite":
+        "connlap_lite.verdicts.rules.nonfinite_cells":
             "73e09db33d804694c4416bf4cd08ec8b22bd549450d457b9ee24f0d79c7fd572",
-        "connlap_lite.verdicts.rules._sources":
+        "connlap_lite.verdicts.rules.null_sources":
             "2abdc9ba0ff2bf4e1aec1081c29699ac694c14930a940d4ced90ec8a2fe5e425",
         "connlap_lite.verdicts.rules.counts":
             "173d68ac4c7ba77ba4c97076b5fc2f9d451a6cb2d6b54f263e852b1edc3a3e15",
@@ -134,7 +135,7 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "b7b422390edb93f0a275ea47cddbb46e4e6e39f50cdcba4125c068002775e666",
     },
     ('E2', 5): {
-        "connlap_lite.measure.stats._p_win":
+        "connlap_lite.measure.stats.p_win":
             "2884983f2d3ed99a5603d07d8f88c7b3bda27692c2dfde463209f50a808d6269",
         "connlap_lite.measure.stats.expansion":
             "799806c71f0085d33a5dc0d974d30051b8cd891d3418719f5a2208187a74e47f",
@@ -144,9 +145,9 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "ca70bd4c731ca582ae7e0b08df80de1501197a9b0e25bc24633612783deaf546",
         "connlap_lite.measure.stats.draws_for":
             "19457a0b3f4320658c58d6832e2da9afa41920c6d98fb97fa353bdac94bafc3e",
-        "connlap_lite.measure.stats._interval":
+        "connlap_lite.measure.stats.percentile_interval":
             "b9e7249f74c88af4bbd6fd23a73fb83d10771c6048705826ec31c2229370eeb1",
-        "connlap_lite.measure.stats._draws":
+        "connlap_lite.measure.stats.unit_draws":
             "8aabc62587af893aa115826021800a3dee0e4281fea5759cadbb1f5cf8a29454",
         "connlap_lite.verdicts.words.flag":
             "47cdf59dfd8722f3f40fdf332d535ba34c5f43902b3bfa775013df8cd2425570",
@@ -170,11 +171,11 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "19603ce9f532348def3c17a44f16f4433af3e7442c0a3bed1a4fa2806fe68748",
         "connlap_lite.verdicts.record.matrix":
             "5ef6f30231dcd1b01334622c4cbc2fbcd71ca6c724799a9733d046fba48f3eef",
-        "connlap_lite.verdicts.rules._pmax":
+        "connlap_lite.verdicts.rules.p_max":
             "5893dbcb33c12e1562c5b4c8176e9027bc4337e390867ed67e2d6ac73c710f41",
-        "connlap_lite.verdicts.rules._nonfinite":
+        "connlap_lite.verdicts.rules.nonfinite_cells":
             "73e09db33d804694c4416bf4cd08ec8b22bd549450d457b9ee24f0d79c7fd572",
-        "connlap_lite.verdicts.rules._sources":
+        "connlap_lite.verdicts.rules.null_sources":
             "2abdc9ba0ff2bf4e1aec1081c29699ac694c14930a940d4ced90ec8a2fe5e425",
         "connlap_lite.verdicts.rules.counts":
             "173d68ac4c7ba77ba4c97076b5fc2f9d451a6cb2d6b54f263e852b1edc3a3e15",
@@ -206,7 +207,7 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "99d3f6d684ed4c06e274900e844548b9f51492e03fc65b21f872e3c1b97d749a",
     },
     ('E3', 4): {
-        "connlap_lite.measure.stats._p_win":
+        "connlap_lite.measure.stats.p_win":
             "2884983f2d3ed99a5603d07d8f88c7b3bda27692c2dfde463209f50a808d6269",
         "connlap_lite.measure.stats.expansion":
             "799806c71f0085d33a5dc0d974d30051b8cd891d3418719f5a2208187a74e47f",
@@ -216,9 +217,9 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "ca70bd4c731ca582ae7e0b08df80de1501197a9b0e25bc24633612783deaf546",
         "connlap_lite.measure.stats.draws_for":
             "19457a0b3f4320658c58d6832e2da9afa41920c6d98fb97fa353bdac94bafc3e",
-        "connlap_lite.measure.stats._interval":
+        "connlap_lite.measure.stats.percentile_interval":
             "b9e7249f74c88af4bbd6fd23a73fb83d10771c6048705826ec31c2229370eeb1",
-        "connlap_lite.measure.stats._draws":
+        "connlap_lite.measure.stats.unit_draws":
             "8aabc62587af893aa115826021800a3dee0e4281fea5759cadbb1f5cf8a29454",
         "connlap_lite.verdicts.words.flag":
             "47cdf59dfd8722f3f40fdf332d535ba34c5f43902b3bfa775013df8cd2425570",
@@ -242,11 +243,11 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "19603ce9f532348def3c17a44f16f4433af3e7442c0a3bed1a4fa2806fe68748",
         "connlap_lite.verdicts.record.matrix":
             "5ef6f30231dcd1b01334622c4cbc2fbcd71ca6c724799a9733d046fba48f3eef",
-        "connlap_lite.verdicts.rules._pmax":
+        "connlap_lite.verdicts.rules.p_max":
             "5893dbcb33c12e1562c5b4c8176e9027bc4337e390867ed67e2d6ac73c710f41",
-        "connlap_lite.verdicts.rules._nonfinite":
+        "connlap_lite.verdicts.rules.nonfinite_cells":
             "73e09db33d804694c4416bf4cd08ec8b22bd549450d457b9ee24f0d79c7fd572",
-        "connlap_lite.verdicts.rules._sources":
+        "connlap_lite.verdicts.rules.null_sources":
             "2abdc9ba0ff2bf4e1aec1081c29699ac694c14930a940d4ced90ec8a2fe5e425",
         "connlap_lite.verdicts.rules.counts":
             "173d68ac4c7ba77ba4c97076b5fc2f9d451a6cb2d6b54f263e852b1edc3a3e15",
@@ -264,7 +265,7 @@ FROZEN = {   # digests of each frozen rule's functions (print_digests), frozen o
             "a9a5e7ec8087b240363edf6bf44bb6b5fb418798034bd7c6817cc34cc26b252f",
         "connlap_lite.verdicts.rules.gap":
             "cd215d030eb2580f9c47ecd1435d6c342ccee1f3fb36afb5173585886ed2cdab",
-        "connlap_lite.verdicts.rules._slopes":
+        "connlap_lite.verdicts.rules.row_slopes":
             "5a8128aedf69daf004f807ef15f6ea95d35a6d8e06e50c40adff6f107cf4f96d",
         "connlap_lite.verdicts.rules.leave_one_out":
             "5a2bfcc59353ca9a0ff3663db43e74cc34c342af80cc0f09504588c9db5783c0",
@@ -309,9 +310,10 @@ def _object(path: str):
 
 
 def digest(source: str) -> str:
-    """sha256 of a function's code: its syntax tree without its docstring (comments and layout never reach the
-    tree), so that only a change of what it computes changes the digest."""
-    node = ast.parse(textwrap.dedent(source)).body[0]
+    """sha256 of a function's code under the names it was frozen with (``history.RENAMED``): its syntax tree without
+    its docstring (comments and layout never reach the tree), so that only a change of what it computes changes the
+    digest."""
+    node = ast.parse(textwrap.dedent(H.under_frozen_names(source))).body[0]
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
             and isinstance(body[0].value.value, str):
@@ -390,6 +392,21 @@ def test_a_changed_rule_fails_the_digest():
     worded = source.replace("E1's word from its three conditions' flags", "E1's verdict word, from its flags")
     assert worded != source and digest(worded + "    # a comment\n") == digest(source)
     assert digest(inspect.getsource(H.e1_evidence_rule3)) != digest(inspect.getsource(R.e1_evidence))
+
+
+def test_a_rename_keeps_the_digest_and_nothing_else_does():
+    """The helpers renamed after the freeze (``history.RENAMED``) keep their digests under the new names; a name
+    outside the table, or a table entry that maps a name wrongly, changes them."""
+    source = inspect.getsource(R.e1_evidence)
+    assert "percentile_interval(" in source and not re.search(r"(?<!\w)_interval\(", source)  # read by its new name
+    assert digest(source) == FROZEN[("E1", 4)]["connlap_lite.verdicts.rules.e1_evidence"]
+    assert digest(source.replace("percentile_interval(", "other_interval(")) != digest(source)
+    frozen = {p: v for key in FROZEN for p, v in FROZEN[key].items()}
+    for new in H.RENAMED:                           # each renamed helper that a rule's digest covers
+        for path in [p for p in frozen if p.endswith("." + new)]:
+            helper = inspect.getsource(_object(path))
+            assert digest(helper) == frozen[path]
+            assert digest(helper.replace(f"def {new}(", f"def {new}_x(")) != frozen[path]
 
 
 def test_replaced_rules_still_run():

@@ -126,7 +126,7 @@ def test_scorecard_rows_robustness_and_corpora():
     assert {(r["claim"], r["structure"]) for r in rows} >= {("E1", "decoder"), ("E2", "encoder"), ("E3", "decoder")}
     assert all(r["verdict"] in verdicts.VERDICTS for r in rows)
     rates = S.robustness(reports, rows, resamples=3)
-    assert set(rates) == {S._key(r) for r in rows} and all(0 <= v <= 1 for v in rates.values())
+    assert set(rates) == {S.row_key(r) for r in rows} and all(0 <= v <= 1 for v in rates.values())
     assert rates["E1", "decoder", "tv_norm_nosink"] == 1.0
     corpora = S.by_corpus(rows, {"other": [fake("a", falls=False, gap=0.3)]}, n_boot=200)
     assert corpora["E1", "decoder", "tv_norm_nosink"] == {"other": "does not hold"}

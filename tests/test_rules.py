@@ -225,7 +225,7 @@ def test_known_rule1_could_not_fail_or_ran_above_its_size(known_none):
 
 # ------------------------------------------------------------------ non-finite values: undefined, named
 def test_a_nan_is_never_a_win():
-    assert math.isnan(stats._p_win(np.array([-1.0, float("nan"), -2.0])))
+    assert math.isnan(stats.p_win(np.array([-1.0, float("nan"), -2.0])))
     assert stats.holm([0.001, float("nan")])[0] == pytest.approx(0.002)
 
 

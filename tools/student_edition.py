@@ -360,8 +360,8 @@ def _write_key(root: Path, path: Path) -> None:
     sys.path.insert(0, str(root))
     try:
         from connlap_lite.pages import exercises
-        from connlap_lite.pages.exercises import _key
-        _key.record(exercises.CHECKERS, path)
+        from connlap_lite.pages.exercises import answer_key
+        answer_key.record(exercises.CHECKERS, path)
     finally:
         sys.path.remove(str(root))
 
@@ -375,9 +375,9 @@ def grade_notebook(nb: dict) -> dict[str, tuple[float, float]]:
     cell scores its points if its graded check passes, else 0. An answer cell that fails makes the tests after
     it fail, as in nbgrader. Needs the book's package, whose references answer the graded cases.
     """
-    from connlap_lite.pages.exercises import _key
+    from connlap_lite.pages.exercises import answer_key
 
-    if not _key.has_reference():
+    if not answer_key.has_reference():
         raise RuntimeError("grading needs the book's edition of connlap_lite (its exercises._reference answers the "
                            "graded cases); the student edition cannot grade")
     namespace, scores = {"__name__": "__main__"}, {}

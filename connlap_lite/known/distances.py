@@ -9,7 +9,7 @@ import torch
 
 from ..measure import metrics as M
 
-_TINY = 1e-300            # the floor under a norm the measurements divide by
+TINY = 1e-300            # the floor under a norm the measurements divide by
 
 
 def rank_one_residual(X: torch.Tensor) -> torch.Tensor:
@@ -27,7 +27,7 @@ def rank_one_residual(X: torch.Tensor) -> torch.Tensor:
     Chapter: *Known results, reproduced*.
     """
     X = X.double()
-    return (X - X.mean(-2, keepdim=True)).norm(dim=(-2, -1)) / X.norm(dim=(-2, -1)).clamp_min(_TINY)
+    return (X - X.mean(-2, keepdim=True)).norm(dim=(-2, -1)) / X.norm(dim=(-2, -1)).clamp_min(TINY)
 
 
 def token_spread(X: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch
 from ..measure.stats import mean_interval
 from ..verdicts.history import RULE_CHANGES
 from .sinks import INPUTS, middle_layers
-from .statements import COLLAPSE, PROPOSITION_TOL, _both, _mean, _passages, _row, side, verdicts
+from .statements import COLLAPSE, PROPOSITION_TOL, both_parts, mean_of, per_passage, statement_row, side, verdicts
 
 
 def _interval(diff: torch.Tensor) -> list:
@@ -40,59 +40,59 @@ def verdicts_rule1(report: dict) -> list[dict]:
     absolute, encoder, L = report["absolute_positions"], report["encoder"], report["layers"]
     rows = []
 
-    rate = {i: _passages(c[i]["rate"]) for i in INPUTS}
-    rate0 = [_mean(z[i]["rate"]) for i in INPUTS]
+    rate = {i: per_passage(c[i]["rate"]) for i in INPUTS}
+    rate0 = [mean_of(z[i]["rate"]) for i in INPUTS]
     steps = [mean_interval(rate["natural"] - rate["random"]), mean_interval(rate["random"] - rate["repeated"])]
     reversed_ = any(hi < 0 for _, _, hi in steps)
     order = ("undefined" if not all(math.isfinite(v) for s in steps for v in s) else
              "disagree" if reversed_ else "agree")
-    rows.append(_row(report, "sink_order", order,
+    rows.append(statement_row(report, "sink_order", order,
                      [float(rate[i].mean()) for i in INPUTS], rate0, [list(s) for s in steps]))
     zero = bool((rate["repeated"] == 0).all())
-    rows.append(_row(report, "sink_repeated", "not comparable" if absolute else ("agree" if zero else "disagree"),
+    rows.append(statement_row(report, "sink_repeated", "not comparable" if absolute else ("agree" if zero else "disagree"),
                      float(rate["repeated"].mean()), rate0[2]))
     spread = max(max(v) for v in c["repeated"]["spread"])
     spread0 = max(max(v) for v in z["repeated"]["spread"])
-    rows.append(_row(report, "proposition", "not comparable" if absolute else
+    rows.append(statement_row(report, "proposition", "not comparable" if absolute else
                      ("agree" if spread <= PROPOSITION_TOL else "disagree"), spread, spread0))
 
     if encoder:
         mid = middle_layers(L)
-        sep, sep0 = _passages(nat["mass_last"], mid), _passages(rnd["mass_last"], mid)
+        sep, sep0 = per_passage(nat["mass_last"], mid), per_passage(rnd["mass_last"], mid)
         tested = _interval(sep - 0.5)
-        rows.append(_row(report, "clark_sep", side(tested), float(sep.mean()), float(sep0.mean()), [tested]))
+        rows.append(statement_row(report, "clark_sep", side(tested), float(sep.mean()), float(sep0.mean()), [tested]))
     else:
-        rows.append(_row(report, "clark_sep", "not comparable", None, None))
-    weight, norm = _passages(nat["mass_sinks"]), _passages(nat["norm_sinks"])
+        rows.append(statement_row(report, "clark_sep", "not comparable", None, None))
+    weight, norm = per_passage(nat["mass_sinks"]), per_passage(nat["norm_sinks"])
     tested = _interval(0.5 * weight - norm)
-    rows.append(_row(report, "kobayashi_norm", side(tested),
-                     [float(weight.mean()), float(norm.mean())], [_mean(rnd["mass_sinks"]), _mean(rnd["norm_sinks"])],
+    rows.append(statement_row(report, "kobayashi_norm", side(tested),
+                     [float(weight.mean()), float(norm.mean())], [mean_of(rnd["mass_sinks"]), mean_of(rnd["norm_sinks"])],
                      [tested]))
 
     walk, state = torch.tensor(nat["walk_residual"]), torch.tensor(nat["state_residual"])
     walk0, state0 = torch.tensor(rnd["walk_residual"]), torch.tensor(rnd["state_residual"])
     tested = _interval(COLLAPSE * walk[0] - walk[-1])
-    rows.append(_row(report, "dong_walks", side(tested), [float(walk[0].mean()), float(walk[-1].mean())],
+    rows.append(statement_row(report, "dong_walks", side(tested), [float(walk[0].mean()), float(walk[-1].mean())],
                      [float(walk0[0].mean()), float(walk0[-1].mean())], [tested]))
     tested = _interval(state[-1] - COLLAPSE * state[0])
-    rows.append(_row(report, "dong_skip", side(tested), [float(state[0].mean()), float(state[-1].mean())],
+    rows.append(statement_row(report, "dong_skip", side(tested), [float(state[0].mean()), float(state[-1].mean())],
                      [float(state0[0].mean()), float(state0[-1].mean())], [tested]))
 
-    col, col0 = _passages(nat["column_defect"]), _passages(rnd["column_defect"])
+    col, col0 = per_passage(nat["column_defect"]), per_passage(rnd["column_defect"])
     tested = _interval(col0 - col)
-    rows.append(_row(report, "sinkformer", "not comparable" if not encoder else side(tested),
+    rows.append(statement_row(report, "sinkformer", "not comparable" if not encoder else side(tested),
                      float(col.mean()), float(col0.mean()), [tested]))
 
     if not nat["head_tv2"]:                                   # fewer than three layers: no pair two apart
-        rows.append(_row(report, "reuse", "not comparable", None, None))
+        rows.append(statement_row(report, "reuse", "not comparable", None, None))
         return rows
-    adj, two = _passages(nat["head_tv"]), _passages(nat["head_tv2"])
-    tvn, tvn0 = _passages(nat["tv_norm"]), _passages(rnd["tv_norm"])
+    adj, two = per_passage(nat["head_tv"]), per_passage(nat["head_tv2"])
+    tvn, tvn0 = per_passage(nat["tv_norm"]), per_passage(rnd["tv_norm"])
     tested_a = _interval(two - adj)
     tested_b = _interval(tvn0 - tvn)
-    rows.append(_row(report, "reuse", _both(side(tested_a), side(tested_b)),
+    rows.append(statement_row(report, "reuse", both_parts(side(tested_a), side(tested_b)),
                      [float(adj.mean()), float(two.mean()), float(tvn.mean())],
-                     [_mean(rnd["head_tv"]), _mean(rnd["head_tv2"]), float(tvn0.mean())], [tested_a, tested_b]))
+                     [mean_of(rnd["head_tv"]), mean_of(rnd["head_tv2"]), float(tvn0.mean())], [tested_a, tested_b]))
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .distances import _TINY
+from .distances import TINY
 
 EPS = 0.3                 # Gu et al.'s threshold on a head's mean attention to the first token
 INPUTS = ("natural", "random", "repeated")     # the three input families, in the order of Gu et al.'s ordering
@@ -116,7 +116,7 @@ def position_spread(X: torch.Tensor) -> torch.Tensor:
     Chapter: *Known results, reproduced*.
     """
     X = X.double()
-    return (X - X[..., :1, :]).norm(dim=-1).amax(-1) / X[..., 0, :].norm(dim=-1).clamp_min(_TINY)
+    return (X - X[..., :1, :]).norm(dim=-1).amax(-1) / X[..., 0, :].norm(dim=-1).clamp_min(TINY)
 
 
 def middle_layers(n_layers: int) -> list[int]:

@@ -19,11 +19,11 @@ COLLAPSE = 0.1            # "collapsed": the residual from rank one fell below t
 VERDICTS = ("agree", "disagree", "inconclusive", "insufficient data", "not comparable", "undefined")
 
 
-def _mean(values) -> float:
+def mean_of(values) -> float:
     return float(torch.tensor(values, dtype=torch.float64).mean())
 
 
-def _passages(values, layers=None) -> torch.Tensor:
+def per_passage(values, layers=None) -> torch.Tensor:
     """Per-passage values ``(B,)``: a list of per-passage values, or per-layer lists averaged over ``layers``."""
     v = torch.tensor(values, dtype=torch.float64)
     if v.ndim == 1:
@@ -80,7 +80,7 @@ STATEMENTS = {   # key: (result, bibliography key, the published statement, a sh
 }
 
 
-def _row(report, key, verdict, trained, null, tested=None, **extra) -> dict:
+def statement_row(report, key, verdict, trained, null, tested=None, **extra) -> dict:
     result, cite, statement, _ = STATEMENTS[key]
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
@@ -107,7 +107,7 @@ def side(tested) -> str:
     return "agree" if lo > 0 else "disagree" if hi < 0 else "inconclusive"
 
 
-def _both(a: str, b: str) -> str:
+def both_parts(a: str, b: str) -> str:
     """Two parts of one statement: undefined if either is, disagree if either disagrees, agree if both agree."""
     for v in ("undefined", "disagree", "inconclusive"):
         if v in (a, b):
@@ -227,69 +227,69 @@ def verdicts(report: dict) -> list[dict]:
     B = len(nat["rate"])
     rows = []
 
-    rate = {i: _passages(c[i]["rate"]) for i in INPUTS}
-    rate0 = [_mean(z[i]["rate"]) for i in INPUTS]
+    rate = {i: per_passage(c[i]["rate"]) for i in INPUTS}
+    rate0 = [mean_of(z[i]["rate"]) for i in INPUTS]
     steps = [_tested(rate["natural"] - rate["random"]), _tested(rate["random"] - rate["repeated"])]
     overall = _tested(rate["natural"] - rate["repeated"])
-    rows.append(_row(report, "sink_order", _enough(order(steps, overall), B),
+    rows.append(statement_row(report, "sink_order", _enough(order(steps, overall), B),
                      [float(rate[i].mean()) for i in INPUTS], rate0, [*steps, overall]))
     repeated = rate["repeated"]
     zero = ("undefined" if not bool(torch.isfinite(repeated).all()) else
             "agree" if bool((repeated == 0).all()) else "disagree")
-    rows.append(_row(report, "sink_repeated", "not comparable" if absolute else zero,
+    rows.append(statement_row(report, "sink_repeated", "not comparable" if absolute else zero,
                      float(repeated.mean()), rate0[2]))
     spread, spread0 = (torch.tensor(x["repeated"]["spread"], dtype=torch.float64) for x in (c, z))
     equal = ("undefined" if not bool(torch.isfinite(spread).all()) else
              "agree" if float(spread.max()) <= PROPOSITION_TOL else "disagree")
-    rows.append(_row(report, "proposition", "not comparable" if absolute else equal, float(spread.max()),
+    rows.append(statement_row(report, "proposition", "not comparable" if absolute else equal, float(spread.max()),
                      float(spread0.max())))
 
     if encoder:
         mid = middle_layers(L)
-        sep, sep0 = _passages(nat["mass_last"], mid), _passages(rnd["mass_last"], mid)
+        sep, sep0 = per_passage(nat["mass_last"], mid), per_passage(rnd["mass_last"], mid)
         tested = _tested(sep - 0.5)
-        rows.append(_row(report, "clark_sep", _enough(side(tested), B), float(sep.mean()), float(sep0.mean()),
+        rows.append(statement_row(report, "clark_sep", _enough(side(tested), B), float(sep.mean()), float(sep0.mean()),
                          [tested]))
     else:
-        rows.append(_row(report, "clark_sep", "not comparable", None, None))
-    weight, norm = _passages(nat["mass_sinks"]), _passages(nat["norm_sinks"])
+        rows.append(statement_row(report, "clark_sep", "not comparable", None, None))
+    weight, norm = per_passage(nat["mass_sinks"]), per_passage(nat["norm_sinks"])
     tested = _tested(0.5 * weight - norm)
-    rows.append(_row(report, "kobayashi_norm", _enough(side(tested), B),
-                     [float(weight.mean()), float(norm.mean())], [_mean(rnd["mass_sinks"]), _mean(rnd["norm_sinks"])],
+    rows.append(statement_row(report, "kobayashi_norm", _enough(side(tested), B),
+                     [float(weight.mean()), float(norm.mean())], [mean_of(rnd["mass_sinks"]), mean_of(rnd["norm_sinks"])],
                      [tested]))
 
     walk, state = torch.tensor(nat["walk_residual"]), torch.tensor(nat["state_residual"])
     walk0, state0 = torch.tensor(rnd["walk_residual"]), torch.tensor(rnd["state_residual"])
     tested = _tested(COLLAPSE * walk[0] - walk[-1])
-    rows.append(_row(report, "dong_walks", _enough(side(tested), B), [float(walk[0].mean()), float(walk[-1].mean())],
+    rows.append(statement_row(report, "dong_walks", _enough(side(tested), B), [float(walk[0].mean()), float(walk[-1].mean())],
                      [float(walk0[0].mean()), float(walk0[-1].mean())], [tested]))
     tested = _tested(state[-1] - COLLAPSE * state[0])
-    rows.append(_row(report, "dong_skip", _enough(side(tested), B), [float(state[0].mean()), float(state[-1].mean())],
+    rows.append(statement_row(report, "dong_skip", _enough(side(tested), B), [float(state[0].mean()), float(state[-1].mean())],
                      [float(state0[0].mean()), float(state0[-1].mean())], [tested]))
 
     seeds = [s for s in random_nulls(report) if "column_defect" in report["conditions"][s].get("natural", {})]
-    col = _passages(nat["column_defect"])
-    per_seed = torch.stack([_passages(report["conditions"][s]["natural"]["column_defect"]) for s in seeds])
+    col = per_passage(nat["column_defect"])
+    per_seed = torch.stack([per_passage(report["conditions"][s]["natural"]["column_defect"]) for s in seeds])
     tested = _tested(per_seed.mean(0) - col)
     word, below, above = below_seeds(tested, float(col.mean()), per_seed.mean(1).tolist())
     if not encoder:
         word = "not comparable"
     elif len(seeds) < MIN_SEEDS and _finite(*tested, *per_seed.mean(1)):
         word = "insufficient data"
-    rows.append(_row(report, "sinkformer", _enough(word, B), float(col.mean()), float(per_seed.mean()), [tested],
+    rows.append(statement_row(report, "sinkformer", _enough(word, B), float(col.mean()), float(per_seed.mean()), [tested],
                      seeds=len(seeds), **{k: p if math.isfinite(p) else None            # JSON: undefined is None
                                           for k, p in (("p_below", below), ("p_above", above))}))
 
     if not nat["head_tv2"]:                                   # fewer than three layers: no pair two apart
-        rows.append(_row(report, "reuse", "not comparable", None, None))
+        rows.append(statement_row(report, "reuse", "not comparable", None, None))
         return rows
-    adj, two = _passages(nat["head_tv"]), _passages(nat["head_tv2"])
-    tvn, cross = _passages(nat["tv_norm"]), _passages(nat["tv_norm_cross"])
+    adj, two = per_passage(nat["head_tv"]), per_passage(nat["head_tv2"])
+    tvn, cross = per_passage(nat["tv_norm"]), per_passage(nat["tv_norm_cross"])
     tested_a = _tested(two - adj)
     tested_b = _tested(cross - tvn)
-    rows.append(_row(report, "reuse", _enough(_both(side(tested_a), side(tested_b)), B),
+    rows.append(statement_row(report, "reuse", _enough(both_parts(side(tested_a), side(tested_b)), B),
                      [float(adj.mean()), float(two.mean()), float(tvn.mean()), float(cross.mean())],
-                     [_mean(rnd[k]) for k in ("head_tv", "head_tv2", "tv_norm", "tv_norm_cross")],
+                     [mean_of(rnd[k]) for k in ("head_tv", "head_tv2", "tv_norm", "tv_norm_cross")],
                      [tested_a, tested_b]))
     return rows
 

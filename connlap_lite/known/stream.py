@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import torch
 
 from ..models.adapters import adapter_for
-from .distances import _TINY
+from .distances import TINY
 
 
 def _blocks(model, attention_modules) -> list:
@@ -107,4 +107,4 @@ def norm_weighted_walk(A: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     G = torch.einsum("...hnd,...gnd->...nhg", Y, Y)
     sq = torch.einsum("...hij,...jhg,...gij->...ij", A.to(Y.dtype), G, A.to(Y.dtype))
     W = sq.clamp_min(0).sqrt()
-    return W / W.sum(-1, keepdim=True).clamp_min(_TINY)
+    return W / W.sum(-1, keepdim=True).clamp_min(TINY)

@@ -85,7 +85,7 @@ def _parameters(config) -> int:
     import torch
     from transformers import AutoModel, AutoModelForCausalLM
 
-    from ..models.adapters._linear import is_encoder
+    from ..models.adapters.linear import is_encoder
 
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM
     with torch.device("meta"):

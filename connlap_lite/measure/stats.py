@@ -177,19 +177,19 @@ def holm(pvalues) -> list[float]:
     return adjusted.tolist()
 
 
-def _draws(units: int, n_boot: int, seed: int) -> np.ndarray:
+def unit_draws(units: int, n_boot: int, seed: int) -> np.ndarray:
     """``(n_boot, units)`` indices: units drawn with replacement, the same draws for every condition."""
     return np.random.default_rng(seed).integers(0, units, size=(n_boot, units))
 
 
-def _p_win(diff: np.ndarray, units: int | None = None) -> float:
+def p_win(diff: np.ndarray, units: int | None = None) -> float:
     """One-sided bootstrap p-value that the trained value is below its null (``diff`` = trained - null).
 
     A non-finite difference is no win and no loss: any among the draws makes the p-value undefined (NaN).
     ``units``: the number of units resampled; the draws are then widened about their mean by
     :func:`expansion` before counting (a bootstrap of few units is too narrow).
 
-    >>> _p_win(np.array([-1.0, -2.0, 0.5])), _p_win(np.array([-1.0, float("nan")]))
+    >>> p_win(np.array([-1.0, -2.0, 0.5])), p_win(np.array([-1.0, float("nan")]))
     (0.5, nan)
     """
     diff = np.asarray(diff, dtype=float)
@@ -217,12 +217,12 @@ def expansion(units: int) -> float:
     return math.sqrt(units / (units - 1)) * float(student.ppf(0.975, units - 1) / norm.ppf(0.975))
 
 
-def _rhos(curves: np.ndarray) -> np.ndarray:
+def depth_rhos(curves: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row of ``curves`` ``(k, layers)`` against depth."""
     return _rank_corr(np.arange(curves.shape[1]), curves)
 
 
-def _interval(samples: np.ndarray) -> tuple[float, float]:
+def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
     """The 95% percentile interval of bootstrap ``samples`` (NaN where any is non-finite)."""
     samples = np.asarray(samples, dtype=float)
     if not np.isfinite(samples).all():

@@ -35,7 +35,7 @@ import torch
 
 from .._backend import check_float_dtype, integer
 from .adapters import adapter_for
-from .adapters._linear import head_transports as _factor
+from .adapters.linear import head_transports as _factor
 from ..attention import gated_walk, walk_from_heads
 from .memory import check_memory
 from .load import check_config
@@ -243,7 +243,7 @@ class LayerWalks:
             A = A[:, keep][:, :, keep]
         A = A.to(dtype)
         if dtype not in self._heads:                   # V read from the layer's when first needed
-            self._heads[dtype] = HeadTransports._trusted(self.transports.U.to(dtype),
+            self._heads[dtype] = HeadTransports.unchecked(self.transports.U.to(dtype),
                                                          partial(_read_factors, self.transports, dtype))
         heads = self._heads[dtype]
         offset = None if self.transports.offset is None else self.transports.offset.to(dtype)

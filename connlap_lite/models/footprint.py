@@ -76,7 +76,7 @@ def footprint(config, B: int, n: int) -> dict:
     from transformers import AutoModel, AutoModelForCausalLM
 
     from .adapters import describe
-    from .adapters._linear import is_encoder
+    from .adapters.linear import is_encoder
     from ..verdicts.record import EDGE_PASSAGES, EDGES
 
     auto = AutoModel if is_encoder(config) else AutoModelForCausalLM

@@ -36,7 +36,7 @@ import torch
 from .._backend import all_finite
 from .._files import locked, remove, sweep, temporary
 from .adapters import FAMILIES, at_floor, by_layout, check_transformers, refusal
-from .adapters._linear import is_encoder
+from .adapters.linear import is_encoder
 from .twins import fresh_model
 from .._files import sha256_of
 from .offline import CHUNKED, OFFLINE, PACKAGED, packaged, assemble, cache_dir

@@ -38,15 +38,35 @@ from __future__ import annotations
 
 import numpy as np
 
+import re
+
 from .._backend import check_int
 from .record import (DATA_SEED_KEYS, late, late_value, depth_trend, matrix, random_nulls, registered_nulls, third,
                      values_of)
-from .rules import SEED_MEAN, _nonfinite, _pmax, _slopes, _sources
-from ..measure.stats import _draws, _interval, _p_win, _rhos, draws_for, holm, jackknife_slope, seed_p
+from .rules import SEED_MEAN, nonfinite_cells, null_sources, p_max, row_slopes
+from ..measure.stats import depth_rhos, draws_for, holm, jackknife_slope, p_win, percentile_interval, seed_p, unit_draws
 from .words import ALPHA, check_reports, combine, data_status, decide, flag
 
 E1_METRIC = "tv_norm_nosink"
 INNER_NULLS = {"cross-passage": "cross_passage_tv_norm_nosink", "positional": "positional_tv_norm_nosink"}
+
+# The names the frozen rules' helpers took after they were frozen (2026-12-05, issue 36: private names read across
+# modules made public), each with the name it was frozen under.  A rename is not a rule change: the digests that
+# freeze the rules read their code under the frozen names (:func:`under_frozen_names`: ``tests/verdicts``'
+# test_frozen_rules and test_readings), so a rename keeps a digest and any other change still fails it.
+RENAMED = {"p_win": "_p_win", "unit_draws": "_draws", "depth_rhos": "_rhos", "percentile_interval": "_interval",
+           "p_max": "_pmax", "nonfinite_cells": "_nonfinite", "null_sources": "_sources", "row_slopes": "_slopes"}
+_RENAMED = re.compile(r"(?<!\w)(" + "|".join(RENAMED) + r")(?!\w)")
+
+
+def under_frozen_names(source: str) -> str:
+    """``source`` with each name of :data:`RENAMED` put back to the name it was frozen under (whole names only).
+
+    >>> under_frozen_names("p = stats.p_win(d) + my_p_win")
+    'p = stats._p_win(d) + my_p_win'
+    """
+    return _RENAMED.sub(lambda m: RENAMED[m.group(1)], source)
+
 
 # the statements of the chapter *Known results, reproduced* that a statistical rule decides
 KNOWN_STATISTICAL = ("sink_order", "clark_sep", "kobayashi_norm", "dong_walks", "dong_skip", "sinkformer", "reuse")
@@ -240,7 +260,7 @@ def e1_evidence_rule3(report, metric: str = E1_METRIC, *, n_boot: int = 1000, se
                          "cross-passage, positional): analyze with shuffle=True")
     S, B = trained.shape
     k = third(S)
-    idx = _draws(B, n_boot, seed)
+    idx = unit_draws(B, n_boot, seed)
     per_step = lambda a: a[:, idx].mean(-1)                                # noqa: E731  (steps, n_boot)
     t_s = per_step(trained)
     p_s = np.stack([per_step(v) for v in passage.values()])                # (nulls, steps, n_boot)
@@ -249,38 +269,38 @@ def e1_evidence_rule3(report, metric: str = E1_METRIC, *, n_boot: int = 1000, se
     band = lambda a, first: a[..., :k, :].mean(-2) if first else a[..., -k:, :].mean(-2)   # noqa: E731
     margin_early, margin_late = band(lowest, True) - band(t_s, True), band(lowest, False) - band(t_s, False)
     growth_b = margin_late - margin_early
-    p_depth = _p_win(-growth_b, B) if S >= 2 else float("nan")
+    p_depth = p_win(-growth_b, B) if S >= 2 else float("nan")
     late_t = trained[-k:].mean(0)
     late_n = {n: v[-third(len(v)):].mean(0) for n, v in nulls.items()}
     t_b = band(t_s, False)
-    p_level_passage = _p_win(t_b - band(lowest, False), B)
+    p_level_passage = p_win(t_b - band(lowest, False), B)
     p_level_seeds = seed_p(float(late_t.mean()), [late_n[s].mean() for s in seeds])
-    per_step_p = [_p_win(t_s[s] - lowest[s], B) for s in range(S)]
+    per_step_p = [p_win(t_s[s] - lowest[s], B) for s in range(S)]
     strongest = min(late_n, key=lambda n: late_n[n].mean())
     gap_b = t_b - late_n[strongest][idx].mean(1)
     # rule 2's trend statistics, reported (not used by rule 3)
-    rho_b = _rhos(t_s.T)
-    null_rho_b = np.stack([_rhos(per_step(nulls[s]).T) for s in seeds])
-    bad = _nonfinite(report, _sources(report, metric))
+    rho_b = depth_rhos(t_s.T)
+    null_rho_b = np.stack([depth_rhos(per_step(nulls[s]).T) for s in seeds])
+    bad = nonfinite_cells(report, null_sources(report, metric))
     status = data_status(report, seeds=len(seeds)) or ("insufficient data" if S < 2 else None)
     return {"claim": "E1", "model": report["model"], "metric": metric, "rule": 3,
-            "rho": float(_rhos(trained.mean(1)[None])[0]), "rho_interval": _interval(rho_b),
-            "null_rho": {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds},
-            "late_trained": float(late_t.mean()), "late_interval": _interval(t_b),
+            "rho": float(depth_rhos(trained.mean(1)[None])[0]), "rho_interval": percentile_interval(rho_b),
+            "null_rho": {s: float(depth_rhos(nulls[s].mean(1)[None])[0]) for s in seeds},
+            "late_trained": float(late_t.mean()), "late_interval": percentile_interval(t_b),
             "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
             "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
-            "gap_interval": _interval(gap_b),
-            "p_trend_rule2": _pmax(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0))),
+            "gap_interval": percentile_interval(gap_b),
+            "p_trend_rule2": p_max(p_win(rho_b), p_win(rho_b - null_rho_b.min(0))),
             "early_margin": float(np.mean(margin_early)), "late_margin": float(np.mean(margin_late)),
             # the levels behind the margins: the trained curve and the strongest passage-level null at each step
             # (the lowest), over the first and the last third of the steps (reported, not used by the rule)
             "early_trained": float(trained[:k].mean()), "early_passage_null": float(lowest_point[:k].mean()),
             "late_passage_null": float(lowest_point[-k:].mean()),
-            "trained_rise_interval": _interval(band(t_s, False) - band(t_s, True)),
-            "margin_growth_interval": _interval(growth_b), "p_depth": p_depth,
+            "trained_rise_interval": percentile_interval(band(t_s, False) - band(t_s, True)),
+            "margin_growth_interval": percentile_interval(growth_b), "p_depth": p_depth,
             "p_level_passage_nulls": p_level_passage, "p_level_seeds": p_level_seeds,
-            "p_level": _pmax(p_level_passage, p_level_seeds),
-            "p_share": _pmax(*per_step_p), "p_share_per_step": per_step_p,
+            "p_level": p_max(p_level_passage, p_level_seeds),
+            "p_share": p_max(*per_step_p), "p_share_per_step": per_step_p,
             "n_passages": B, "n_seeds": len(seeds), "n_boot": n_boot, "nonfinite": bad,
             "verdict": "undefined" if bad else status}
 
@@ -346,7 +366,7 @@ def e3_rule3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict
     x = np.log10([r["non_embedding_parameters"] for r in reports])
     y = np.array([s.mean() for s in samples])
     models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi), "null": g[0],
-               "interval": _interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
+               "interval": percentile_interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
                "groups": r.get("groups"), "d": r.get("d"), "passages": r.get("passages"),
                "status": "undefined" if not np.isfinite(samples[i]).all() else data_status(r)}
               for i, (r, xi, yi, g) in enumerate(zip(reports, x, y, gaps))]
@@ -357,25 +377,25 @@ def e3_rule3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict
     for fam, ix in families.items():
         sizes = sorted(ix, key=lambda i: x[i])
         if len({round(x[i], 6) for i in ix}) >= 3:
-            lo, hi = _interval(_slopes(x[sizes], boots[:, sizes]))
+            lo, hi = percentile_interval(row_slopes(x[sizes], boots[:, sizes]))
             jk = jackknife_slope(x[sizes], y[sizes])
             signs = {_sign(lo, hi), _sign(*jk["interval"]), *(np.sign(jk["leave_one_out"]).astype(int).tolist())}
             status = {models[i]["status"] for i in sizes} - {None}
             verdict = ("undefined" if "undefined" in status else "insufficient data" if status else
                        "holds" if signs == {-1} else "does not hold" if signs == {1} else "inconclusive")
-            within[fam] = {"slope": float(_slopes(x[sizes], y[sizes][None])[0]), "interval": (lo, hi),
+            within[fam] = {"slope": float(row_slopes(x[sizes], y[sizes][None])[0]), "interval": (lo, hi),
                            "jackknife_interval": jk["interval"], "leave_one_out": jk["leave_one_out"],
                            "signs_agree": jk["signs_agree"], "verdict": verdict}
         for a, b in zip(sizes, sizes[1:]):
             d = boots[:, b] - boots[:, a]
             steps.append({"family": fam, "from": reports[a]["model"], "to": reports[b]["model"],
-                          "change": float(y[b] - y[a]), "interval": _interval(d)})
+                          "change": float(y[b] - y[a]), "interval": percentile_interval(d)})
     verdicts = {w["verdict"] for w in within.values()}
     verdict = "not testable" if not verdicts else verdicts.pop() if len(verdicts) == 1 else "partly"
     across = None
     if len(reports) >= 3 and len(set(np.round(x, 6))) >= 2:
-        across = {"slope": float(_slopes(x, y[None])[0]), "interval": _interval(_slopes(x, boots)),
-                  "leave_one_out": {reports[i]["model"]: float(_slopes(np.delete(x, i), np.delete(y, i)[None])[0])
+        across = {"slope": float(row_slopes(x, y[None])[0]), "interval": percentile_interval(row_slopes(x, boots)),
+                  "leave_one_out": {reports[i]["model"]: float(row_slopes(np.delete(x, i), np.delete(y, i)[None])[0])
                                     if len(set(np.round(np.delete(x, i), 6))) > 1 else float("nan")
                                     for i in range(len(reports))}}
     return {"claim": "E3", "metric": metric, "rule": 3, "n_models": len(reports), "models": models,
@@ -397,8 +417,8 @@ def e2_evidence_rule4(report, *, n_boot: int = 1000, seed: int = 0, heads_metric
     gaussian = flat("head_defect_gaussian", "trained")
     seed_heads = {s: flat("head_defect", s) for s in seeds}
     head_nulls = {"Gaussian heads": gaussian, **seed_heads}
-    idx = _draws(len(heads), n_boot, seed)
-    p_gauss = _p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads))
+    idx = unit_draws(len(heads), n_boot, seed)
+    p_gauss = p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads))
     p_seeds = seed_p(float(heads.mean()), [v.mean() for v in seed_heads.values()])
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
@@ -409,23 +429,23 @@ def e2_evidence_rule4(report, *, n_boot: int = 1000, seed: int = 0, heads_metric
     by_seed = [per_passage(k) for k in cross]                      # each data seed's transports, per passage
     data_nulls = {"random-init transports": np.mean(by_seed, axis=0),
                   "Gaussian transports": per_passage("data_defect_gaussian")}
-    jdx = _draws(len(data), n_boot, seed + 1)
+    jdx = unit_draws(len(data), n_boot, seed + 1)
     d_b = data[jdx].mean(1)
-    p_data_gauss = _p_win(d_b - data_nulls["Gaussian transports"][jdx].mean(1), len(data))
+    p_data_gauss = p_win(d_b - data_nulls["Gaussian transports"][jdx].mean(1), len(data))
     p_data_seeds = seed_p(float(data.mean()), [v.mean() for v in by_seed])
     strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
     used = [("trained", heads_metric), ("trained", "head_defect_gaussian"), *((s, "head_defect") for s in seeds),
             ("trained", "data_defect_nosink"), *(("trained", k) for k in cross), ("trained", "data_defect_gaussian")]
-    bad = _nonfinite(report, used)
+    bad = nonfinite_cells(report, used)
     return {"claim": "E2", "model": report["model"], "rule": 4,
-            "head_defect": float(heads.mean()), "head_interval": _interval(heads[idx].mean(1)),
+            "head_defect": float(heads.mean()), "head_interval": percentile_interval(heads[idx].mean(1)),
             "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
-            "data_defect": float(data.mean()), "data_interval": _interval(d_b),
+            "data_defect": float(data.mean()), "data_interval": percentile_interval(d_b),
             "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
             "data_seed_nulls": [float(v.mean()) for v in by_seed],
-            "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": _pmax(p_gauss, p_seeds),
-            "p_data_gaussian": p_data_gauss, "p_data_seeds": p_data_seeds, "p_data": _pmax(p_data_gauss, p_data_seeds),
+            "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": p_max(p_gauss, p_seeds),
+            "p_data_gaussian": p_data_gauss, "p_data_seeds": p_data_seeds, "p_data": p_max(p_data_gauss, p_data_seeds),
             "n_passages": len(data), "n_seeds": len(seeds), "data_null_seeds": len(cross),
             "n_boot": n_boot, "nonfinite": bad,
             "verdict": "undefined" if bad else data_status(report, seeds=min(len(seeds), len(cross)))}
@@ -461,14 +481,14 @@ def e1_evidence_rule2(report: dict, metric: str = E1_METRIC, *, n_boot: int = 10
     if not seeds:
         raise ValueError(f"report on {report.get('model')!r} has no random-init null: analyze with random_seeds")
     L, B = trained.shape
-    idx = _draws(B, n_boot, seed)
+    idx = unit_draws(B, n_boot, seed)
     boot = lambda a: a[:, idx].mean(-1).T                    # noqa: E731  (n_boot, layers)
-    rho_b = _rhos(boot(trained))
-    null_rho_b = np.stack([_rhos(boot(nulls[s])) for s in seeds])           # (seeds, n_boot)
-    rho = float(_rhos(trained.mean(1)[None])[0])
-    null_rho = {s: float(_rhos(nulls[s].mean(1)[None])[0]) for s in seeds}
+    rho_b = depth_rhos(boot(trained))
+    null_rho_b = np.stack([depth_rhos(boot(nulls[s])) for s in seeds])           # (seeds, n_boot)
+    rho = float(depth_rhos(trained.mean(1)[None])[0])
+    null_rho = {s: float(depth_rhos(nulls[s].mean(1)[None])[0]) for s in seeds}
     # (a) an intersection of two one-sided tests: rho < 0 and rho < every seed's rho; its p is the larger
-    p_trend = max(_p_win(rho_b), _p_win(rho_b - null_rho_b.min(0)))
+    p_trend = max(p_win(rho_b), p_win(rho_b - null_rho_b.min(0)))
     k = third(L)
     late_t = trained[-k:].mean(0)
     late_n = {n: v[-third(len(v)):].mean(0) for n, v in nulls.items()}
@@ -477,12 +497,12 @@ def e1_evidence_rule2(report: dict, metric: str = E1_METRIC, *, n_boot: int = 10
     strongest = min(late_n, key=lambda n: late_n[n].mean())
     gap_b = t_b - late_n[strongest][idx].mean(1)
     return {"claim": "E1", "model": report["model"], "metric": metric,
-            "rho": rho, "rho_interval": _interval(rho_b), "null_rho": null_rho,
-            "late_trained": float(late_t.mean()), "late_interval": _interval(t_b),
+            "rho": rho, "rho_interval": percentile_interval(rho_b), "null_rho": null_rho,
+            "late_trained": float(late_t.mean()), "late_interval": percentile_interval(t_b),
             "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
             "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
-            "gap_interval": _interval(gap_b),
-            "p_trend": p_trend, "p_level": _p_win(t_b - n_b.min(0))}
+            "gap_interval": percentile_interval(gap_b),
+            "p_trend": p_trend, "p_level": p_win(t_b - n_b.min(0))}
 
 
 def e1_table_rule2(reports: list[dict], metric=E1_METRIC, *, n_boot: int = 1000, seed: int = 0) -> list[dict]:
@@ -514,21 +534,21 @@ def e2_evidence_rule2(report: dict, *, n_boot: int = 1000, seed: int = 0, heads_
     heads = flat(heads_metric, "trained")
     head_nulls = {"Gaussian heads": flat("head_defect_gaussian", "trained"),
                   **{s: flat("head_defect", s) for s in seeds}}
-    idx = _draws(len(heads), n_boot, seed)
-    p_heads = _p_win(heads[idx].mean(1) - np.stack([v[idx].mean(1) for v in head_nulls.values()]).min(0))
+    idx = unit_draws(len(heads), n_boot, seed)
+    p_heads = p_win(heads[idx].mean(1) - np.stack([v[idx].mean(1) for v in head_nulls.values()]).min(0))
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
     data_nulls = {"random-init transports": per_passage("data_defect_cross"),
                   "Gaussian transports": per_passage("data_defect_gaussian")}
-    jdx = _draws(len(data), n_boot, seed + 1)
+    jdx = unit_draws(len(data), n_boot, seed + 1)
     d_b = data[jdx].mean(1)
-    p_data = _p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0))
+    p_data = p_win(d_b - np.stack([v[jdx].mean(1) for v in data_nulls.values()]).min(0))
     strongest_head = min(head_nulls, key=lambda n: head_nulls[n].mean())
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
     return {"claim": "E2", "model": report["model"],
-            "head_defect": float(heads.mean()), "head_interval": _interval(heads[idx].mean(1)),
+            "head_defect": float(heads.mean()), "head_interval": percentile_interval(heads[idx].mean(1)),
             "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
-            "data_defect": float(data.mean()), "data_interval": _interval(d_b),
+            "data_defect": float(data.mean()), "data_interval": percentile_interval(d_b),
             "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
             "p_heads": p_heads, "p_data": p_data}
 
@@ -555,14 +575,14 @@ def e2_evidence_rule3(report: dict, *, n_boot: int = 1000, seed: int = 0) -> dic
     flat = lambda m, c: matrix(report, m, c).reshape(-1)           # noqa: E731  every head of every layer
     heads, gaussian = flat("head_defect", "trained"), flat("head_defect_gaussian", "trained")
     seed_heads = [flat("head_defect", s) for s in seeds]
-    idx = _draws(len(heads), n_boot, seed)
-    p_heads = max(_p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads)),
+    idx = unit_draws(len(heads), n_boot, seed)
+    p_heads = max(p_win(heads[idx].mean(1) - gaussian[idx].mean(1), len(heads)),
                   seed_p(float(heads.mean()), [v.mean() for v in seed_heads]))
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
     nulls = [per_passage("data_defect_cross"), per_passage("data_defect_gaussian")]
-    jdx = _draws(len(data), n_boot, seed + 1)
-    p_data = _p_win(data[jdx].mean(1) - np.stack([v[jdx].mean(1) for v in nulls]).min(0), len(data))
+    jdx = unit_draws(len(data), n_boot, seed + 1)
+    p_data = p_win(data[jdx].mean(1) - np.stack([v[jdx].mean(1) for v in nulls]).min(0), len(data))
     values = np.concatenate([heads, gaussian, *seed_heads, data, *nulls])
     return {"claim": "E2", "model": report["model"], "rule": 3, "p_heads": p_heads, "p_data": p_data,
             "verdict": "undefined" if not np.isfinite(values).all() else data_status(report, seeds=len(seeds))}
@@ -603,7 +623,7 @@ def e3_rule2(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int 
     x = np.log10([r["non_embedding_parameters"] for r in reports])
     y = np.array([s.mean() for s in samples])
     models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi),
-               "interval": _interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
+               "interval": percentile_interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
                "groups": r.get("groups"), "d": r.get("d")} for i, (r, xi, yi) in enumerate(zip(reports, x, y))]
     families: dict[str, list[int]] = {}
     for i, r in enumerate(reports):
@@ -613,19 +633,19 @@ def e3_rule2(reports: list[dict], metric: str, *, n_boot: int = 2000, seed: int 
         sizes = sorted(ix, key=lambda i: x[i])
         if len({round(x[i], 6) for i in ix}) >= 3:
             b = [_slope(x[sizes], boots[k, sizes]) for k in range(n_boot)]
-            lo, hi = _interval(np.array(b))
+            lo, hi = percentile_interval(np.array(b))
             within[fam] = {"slope": _slope(x[sizes], y[sizes]), "interval": (lo, hi),
                            "verdict": "holds" if hi < 0 else "does not hold" if lo > 0 else "inconclusive"}
         for a, b in zip(sizes, sizes[1:]):
             d = boots[:, b] - boots[:, a]
             steps.append({"family": fam, "from": reports[a]["model"], "to": reports[b]["model"],
-                          "change": float(y[b] - y[a]), "interval": _interval(d)})
+                          "change": float(y[b] - y[a]), "interval": percentile_interval(d)})
     verdicts = {w["verdict"] for w in within.values()}
     verdict = "not testable" if not verdicts else verdicts.pop() if len(verdicts) == 1 else "partly"
     across = None
     if len(reports) >= 3 and len(set(np.round(x, 6))) >= 2:
         b = [_slope(x, boots[k]) for k in range(n_boot)]
-        across = {"slope": _slope(x, y), "interval": _interval(np.array(b)),
+        across = {"slope": _slope(x, y), "interval": percentile_interval(np.array(b)),
                   "leave_one_out": {reports[i]["model"]: _slope(np.delete(x, i), np.delete(y, i))
                                     for i in range(len(reports))}}
     return {"claim": "E3", "metric": metric, "n_models": len(reports), "models": models, "within": within,

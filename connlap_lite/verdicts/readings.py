@@ -31,7 +31,7 @@ import inspect
 import numpy as np
 
 from .record import late, matrix, random_nulls, registered_nulls, third
-from ..measure.stats import _draws, _p_win, holm, seed_p
+from ..measure.stats import unit_draws, p_win, holm, seed_p
 from .words import ALPHA, check_report, combine, data_status, flag
 
 DATE = "2026-12-04"
@@ -96,12 +96,12 @@ def where_it_matters(report, *, threshold: float | None = None, n_boot: int = 20
         return {**out, "verdict": "not testable", "reading": "not testable", "p": float("nan"),
                 "p_rival": float("nan")}
     B = report["passages"]
-    idx = _draws(B, n_boot, seed)
+    idx = unit_draws(B, n_boot, seed)
     here = _margin_draws(report, steps, idx)
-    p = _p_win(-here, B)
+    p = p_win(-here, B)
     p_rival = float("nan")
     if len(rest) >= MIN_STEPS:
-        p_rival = _p_win(here - _margin_draws(report, rest, idx), B)
+        p_rival = p_win(here - _margin_draws(report, rest, idx), B)
         p, p_rival = holm([p, p_rival])
     out.update(margin=float(np.mean(here)), p=p, p_rival=p_rival)
     verdict = {True: "holds", False: "does not hold", None: "undefined"}[flag(p)]
@@ -142,8 +142,8 @@ def dominance(report, *, n_boot: int = 2000, seed: int = 0) -> dict:
              for n, (c, k) in (("Gaussian heads", ("trained", "head_dominance_gaussian")),
                                ("rotated heads", ("trained", "head_dominance_rotation")))}
     L = report["layers"]
-    p_above = [_p_win(v - trained, L) for v in nulls.values()]
-    p_below = [_p_win(trained - v, L) for v in nulls.values()]
+    p_above = [p_win(v - trained, L) for v in nulls.values()]
+    p_below = [p_win(trained - v, L) for v in nulls.values()]
     late_t = float(np.mean(late(matrix(report, "state_alignment"))))
     late_s = [float(np.mean(late(matrix(report, "state_alignment", s)))) for s in seeds]
     p_align = seed_p(-late_t, [-v for v in late_s])                                  # trained above the seeds
@@ -175,14 +175,14 @@ def self_loop(report, *, n_boot: int = 2000, seed: int = 0) -> dict:
         return {**out, "verdict": status}
     t, u = matrix(report, "self_loop_nosink"), matrix(report, "self_loop_uniform")
     B, k = t.shape[1], third(len(t))
-    idx = _draws(B, n_boot, seed)
+    idx = unit_draws(B, n_boot, seed)
     margin = (t - u)[:, idx].mean(-1)                                               # (layers, n_boot)
     late_m, early_m = margin[-k:].mean(0), margin[:k].mean(0)
-    p_uniform = _p_win(-late_m, B)
+    p_uniform = p_win(-late_m, B)
     late_t = float(t[-k:].mean())
     late_s = [float(matrix(report, "self_loop_nosink", s)[-k:].mean()) for s in seeds]
     p_seeds = seed_p(-late_t, [-v for v in late_s])
-    p_growth = _p_win(early_m - late_m, B) if len(t) >= 2 else float("nan")
+    p_growth = p_win(early_m - late_m, B) if len(t) >= 2 else float("nan")
     p_uniform, p_seeds, p_growth = holm([p_uniform, p_seeds, p_growth])
     level = None if flag(p_uniform) is None or flag(p_seeds) is None else flag(p_uniform) and flag(p_seeds)
     out.update(late=late_t, uniform=float(u[-k:].mean()), seeds=late_s, early_margin=float(early_m.mean()),

@@ -82,7 +82,7 @@ import numpy as np
 
 from .record import (DATA_SEED_KEYS, NULLS, PASSAGE_METRICS, SEED_NULL, Report, late, late_value, matrix, random_nulls,
                      registered_nulls, shuffled_nulls, third, values_of)
-from ..measure.stats import _interval, _p_win, draws_for, expansion, holm
+from ..measure.stats import percentile_interval, p_win, draws_for, expansion, holm
 from .words import ALPHA, MIN_SEEDS, check_reports, data_status, flag
 
 E1_METRIC = "tv_norm_nosink"
@@ -103,13 +103,13 @@ PROFILES = {"tv_norm_nosink": ("tv_norm_nosink", "sep2_tv_norm_nosink", "sep3_tv
 _UNIT_SALT = 7919         # the resamples' generator: seed + this (the bootstrap's is seed)
 
 
-def _pmax(*ps) -> float:
+def p_max(*ps) -> float:
     """The p-value of an intersection of one-sided tests: the largest; undefined if any is."""
     ps = [float(p) for p in ps]
     return float("nan") if not all(math.isfinite(p) for p in ps) else max(ps)
 
 
-def _nonfinite(report, metric_conditions) -> list[tuple[str, str, int]]:
+def nonfinite_cells(report, metric_conditions) -> list[tuple[str, str, int]]:
     """Every ``(condition, metric, layer)`` among ``metric_conditions`` holding a non-finite value."""
     out = []
     for cond, metric in metric_conditions:
@@ -118,7 +118,7 @@ def _nonfinite(report, metric_conditions) -> list[tuple[str, str, int]]:
     return out
 
 
-def _sources(report, metric) -> list[tuple[str, str]]:
+def null_sources(report, metric) -> list[tuple[str, str]]:
     """The ``(condition, key)`` pairs behind ``metric`` and its registered nulls in ``report``."""
     c = report["conditions"]
     out = [("trained", metric)] + [(s, SEED_NULL.get(metric, metric)) for s in random_nulls(report)]
@@ -127,7 +127,7 @@ def _sources(report, metric) -> list[tuple[str, str]]:
 
 # ----------------------------------------------------------------------- units: bootstrap and Student's t
 def counts(draws: np.ndarray, units: int) -> np.ndarray:
-    """``(n_boot, units)`` how often each unit is drawn in each resample (from :func:`connlap_lite.measure.stats._draws`'s
+    """``(n_boot, units)`` how often each unit is drawn in each resample (from :func:`connlap_lite.measure.stats.unit_draws`'s
     indices), divided by ``units``: ``counts @ values`` is each resample's mean.
 
     >>> counts(np.array([[0, 0, 2]]), 3).tolist()
@@ -141,11 +141,11 @@ def counts(draws: np.ndarray, units: int) -> np.ndarray:
 def boot_p(means: np.ndarray, units: int) -> np.ndarray:
     """One-sided bootstrap p-values that each column of ``means`` (``(..., n_boot, k)``: resampled means of trained
     minus null) is below 0, the draws widened about their mean by :func:`~connlap_lite.measure.stats.expansion` of
-    ``units``; NaN where a draw is not finite.  The same as :func:`connlap_lite.measure.stats._p_win`, for many at once.
+    ``units``; NaN where a draw is not finite.  The same as :func:`connlap_lite.measure.stats.p_win`, for many at once.
 
-    >>> from connlap_lite.measure.stats import _p_win
+    >>> from connlap_lite.measure.stats import p_win
     >>> d = np.array([[-1.0], [-2.0], [0.5]])
-    >>> float(boot_p(d, 8)[0]) == _p_win(d[:, 0], 8)
+    >>> float(boot_p(d, 8)[0]) == p_win(d[:, 0], 8)
     True
     """
     m = means.mean(-2, keepdims=True)
@@ -368,7 +368,7 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
     for s in range(S):
         diffs = np.stack([trained[s] - v[s] for v in passage.values()], 1)
         per_step.append(float(np.max(boot_p(C @ diffs, B))))
-    p_adv = _pmax(p["advantage"], top["advantage units"]) if perms else float("nan")
+    p_adv = p_max(p["advantage"], top["advantage units"]) if perms else float("nan")
     idx = rng.integers(0, B, (n_boot, B))
     t_b = trained[-k:][:, idx].mean(-1).mean(0)
     late_t = lately(trained)
@@ -376,35 +376,35 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
               **{s: lately(nulls[s]) for s in seeds}}
     strongest = min(late_n, key=lambda n: late_n[n].mean())
     fixed = min(passage, key=lambda n: passage[n].mean())                  # one passage null for every step
-    bad = _nonfinite(report, _sources(report, metric) + [(c, shuffle_key) for c in perms[1:]])
+    bad = nonfinite_cells(report, null_sources(report, metric) + [(c, shuffle_key) for c in perms[1:]])
     status = (data_status(report, seeds=min(len(seeds), len(perms) if perms or not inner else MIN_SEEDS))
               or ("insufficient data" if S < 2 else None))
     row = {"claim": "E1", "model": report["model"], "metric": metric, "rule": RULE, "date": RULE_DATE,
            # (i)
            "early_trained": float(early(trained).mean()), "late_trained": float(late_t.mean()),
-           "trained_rise": float(cols["falls"].mean()), "trained_rise_interval": _interval(boot[:, 0]),
+           "trained_rise": float(cols["falls"].mean()), "trained_rise_interval": percentile_interval(boot[:, 0]),
            "p_falls": p_falls,
            # (ii)
            "profile_measured": measured, "tolerance": PROFILE_TOL,
            "profile": prof.mean(1).tolist() if measured else None,
            "profile_growth": float(prof[-1].mean() / prof[0].mean() - 1) if measured else float("nan"),
-           "profile_growth_interval": _interval((C @ prof[-1]) / (C @ prof[0]) - 1) if measured else (np.nan,) * 2,
+           "profile_growth_interval": percentile_interval((C @ prof[-1]) / (C @ prof[0]) - 1) if measured else (np.nan,) * 2,
            "profile_nulls": ({**({"shuffled": sh_prof.mean((0, 2)).tolist()} if perms else {}),
                               **{s: null_prof[s][:K].mean(1).tolist() for s in seeds}} if measured else {}),
            "p_profile_growth": float(p["growth"]) if measured else float("nan"),
-           "p_profile_nulls": (_pmax(top["profile seeds"], *([p["profile shuffled"], top["profile shuffled units"]]
+           "p_profile_nulls": (p_max(top["profile seeds"], *([p["profile shuffled"], top["profile shuffled units"]]
                                                               if perms else [])) if measured else float("nan")),
            "p_stable": p_stable,
            # (iii)
-           "late_interval": _interval(t_b), "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
+           "late_interval": percentile_interval(t_b), "late_nulls": {n: float(v.mean()) for n, v in late_n.items()},
            "p_level_by_null": {**{n[6:]: float(p[n]) for n in names_ if n.startswith("level ")},
                                **({"shuffled (permutations as units)": top["level shuffled units"]} if perms else {}),
                                "random-init seeds": top["level seeds"]},
-           "p_level_passage_nulls": _pmax(*[p[n] for n in names_ if n.startswith("level ")],
+           "p_level_passage_nulls": p_max(*[p[n] for n in names_ if n.startswith("level ")],
                                           *([top["level shuffled units"]] if perms else [])),
            "p_level_seeds": top["level seeds"], "p_level": p_level,
            "strongest_null": strongest, "gap_to_strongest": float(late_t.mean() - late_n[strongest].mean()),
-           "gap_interval": _interval(t_b - late_n[strongest][idx].mean(1)),
+           "gap_interval": percentile_interval(t_b - late_n[strongest][idx].mean(1)),
            # the findings beside the verdict (reported, not conditions)
            "passage_null": fixed,
            "early_margin": float((early(passage[fixed]) - early(trained)).mean()),
@@ -414,9 +414,9 @@ def e1_evidence(report, metric: str = E1_METRIC, *, n_boot: int = 1000, seed: in
            "shuffled_early_margin": float((early(sh.mean(0)) - early(trained)).mean()) if perms else float("nan"),
            "shuffled_late_margin": float((lately(sh.mean(0)) - lately(trained)).mean()) if perms else float("nan"),
            "advantage_growth": float(cols["advantage"].mean()) if perms else float("nan"),
-           "advantage_growth_interval": (_interval(boot[:, names_.index("advantage")]) if perms
+           "advantage_growth_interval": (percentile_interval(boot[:, names_.index("advantage")]) if perms
                                          else (float("nan"),) * 2),
-           "p_advantage": p_adv, "p_share": _pmax(*per_step), "p_share_per_step": per_step,
+           "p_advantage": p_adv, "p_share": p_max(*per_step), "p_share_per_step": per_step,
            "n_passages": B, "n_seeds": len(seeds), "n_shuffles": len(perms), "n_boot": n_boot,
            "resamples": resamples, "nonfinite": bad, "verdict": "undefined" if bad else status,
            "_resample_p": again.tolist(), "_skip": () if measured else ("p_stable",)}
@@ -538,7 +538,7 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     G = value_groups(report, H)
     hd = hierarchical_weights(hierarchical_draws(L, G, n_boot, seed), G)
     diff = heads - gaussian
-    p_gauss = _p_win(hierarchical_means(diff, G, hd), L) if L >= 2 else float("nan")
+    p_gauss = p_win(hierarchical_means(diff, G, hd), L) if L >= 2 else float("nan")
     p_seeds = float(units_p(heads.mean(), seed_heads.mean((1, 2))))
     per_passage = lambda m: matrix(report, m, "trained").mean(0)   # noqa: E731  mean over layers
     data = per_passage("data_defect_nosink")
@@ -573,16 +573,16 @@ def e2_evidence(report, *, n_boot: int = 1000, seed: int = 0, heads_metric: str 
     strongest_data = min(data_nulls, key=lambda n: data_nulls[n].mean())
     used = [("trained", heads_metric), ("trained", "head_defect_gaussian"), *((s, "head_defect") for s in seeds),
             ("trained", "data_defect_nosink"), *(("trained", k) for k in cross), ("trained", "data_defect_gaussian")]
-    bad = _nonfinite(report, used)
+    bad = nonfinite_cells(report, used)
     return {"claim": "E2", "model": report["model"], "rule": E2_RULE, "date": RULE_DATE,
-            "head_defect": float(heads.mean()), "head_interval": _interval(heads_b),
+            "head_defect": float(heads.mean()), "head_interval": percentile_interval(heads_b),
             "head_nulls": {n: float(v.mean()) for n, v in head_nulls.items()}, "strongest_head_null": strongest_head,
             "value_groups": G,
-            "data_defect": float(data.mean()), "data_interval": _interval(Cd @ data),
+            "data_defect": float(data.mean()), "data_interval": percentile_interval(Cd @ data),
             "data_nulls": {n: float(v.mean()) for n, v in data_nulls.items()}, "strongest_data_null": strongest_data,
             "data_seed_nulls": [float(v.mean()) for v in by_seed],
-            "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": _pmax(p_gauss, p_seeds),
-            "p_data_gaussian": p_data_gauss, "p_data_seeds": p_data_seeds, "p_data": _pmax(p_data_gauss, p_data_seeds),
+            "p_heads_gaussian": p_gauss, "p_heads_seeds": p_seeds, "p_heads": p_max(p_gauss, p_seeds),
+            "p_data_gaussian": p_data_gauss, "p_data_seeds": p_data_seeds, "p_data": p_max(p_data_gauss, p_data_seeds),
             "n_passages": B, "n_layers": L, "n_seeds": len(seeds), "data_null_seeds": len(cross),
             "n_boot": n_boot, "resamples": resamples, "nonfinite": bad, "_resample_p": again,
             "verdict": "undefined" if bad else data_status(report, seeds=min(len(seeds), len(cross)))}
@@ -643,7 +643,7 @@ def gap(report, metric: str) -> np.ndarray:
     return late_value(report, metric) - gap_null(report, metric)[1]
 
 
-def _slopes(x: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def row_slopes(x: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """Least-squares slope of each row of ``Y`` on ``x``."""
     xc = x - x.mean()
     return (Y - Y.mean(-1, keepdims=True)) @ xc / (xc @ xc)
@@ -660,7 +660,7 @@ def leave_one_out(x, y, min_span: float = MIN_SPAN) -> list:
     out = []
     for i in range(len(x)):
         xr, yr = np.delete(x, i), np.delete(y, i)
-        out.append(float(_slopes(xr, yr[None])[0]) if len(xr) >= 2 and np.ptp(xr) >= min_span else None)
+        out.append(float(row_slopes(xr, yr[None])[0]) if len(xr) >= 2 and np.ptp(xr) >= min_span else None)
     return out
 
 
@@ -705,7 +705,7 @@ def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
     x = np.log10([r["non_embedding_parameters"] for r in reports])
     y = np.array([s.mean() for s in samples])
     models = [{"model": r["model"], "family": r["family"], "x": float(xi), "gap": float(yi), "null": g[0],
-               "interval": _interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
+               "interval": percentile_interval(boots[:, i]), "layers": r.get("layers"), "heads": r.get("heads"),
                "groups": r.get("groups"), "d": r.get("d"), "passages": r.get("passages"),
                "status": "undefined" if not np.isfinite(samples[i]).all() else data_status(r)}
               for i, (r, xi, yi, g) in enumerate(zip(reports, x, y, gaps))]
@@ -726,19 +726,19 @@ def e3(reports, metric: str, *, n_boot: int = 2000, seed: int = 0) -> dict:
                        "insufficient data" if status else "holds" if down else "does not hold" if up
                        else "inconclusive")
             within[fam] = {"slope": test["slope"], "se": test["se"], "df": test["df"], "p_down": test["p_down"],
-                           "p_up": test["p_up"], "interval": _interval(_slopes(x[sizes], boots[:, sizes])),
+                           "p_up": test["p_up"], "interval": percentile_interval(row_slopes(x[sizes], boots[:, sizes])),
                            "leave_one_out": loo, "signs_agree": bool(computed) and len({v < 0 for v in computed}) == 1
                            and (computed[0] < 0) == (test["slope"] < 0), "verdict": verdict}
         for a, b in zip(sizes, sizes[1:]):
             d = boots[:, b] - boots[:, a]
             steps.append({"family": fam, "from": reports[a]["model"], "to": reports[b]["model"],
-                          "change": float(y[b] - y[a]), "interval": _interval(d)})
+                          "change": float(y[b] - y[a]), "interval": percentile_interval(d)})
     verdicts = {w["verdict"] for w in within.values()}
     verdict = "not testable" if not verdicts else verdicts.pop() if len(verdicts) == 1 else "partly"
     across = None
     if len(reports) >= 3 and len(set(np.round(x, 6))) >= 2:
         loo = leave_one_out(x, y)
-        across = {"slope": float(_slopes(x, y[None])[0]), "interval": _interval(_slopes(x, boots)),
+        across = {"slope": float(row_slopes(x, y[None])[0]), "interval": percentile_interval(row_slopes(x, boots)),
                   "leave_one_out": {r["model"]: v for r, v in zip(reports, loo)}}
     return {"claim": "E3", "metric": metric, "rule": RULE, "date": RULE_DATE, "n_models": len(reports),
             "models": models, "within": within, "steps": steps, "across": across, "verdict": verdict}

@@ -114,7 +114,7 @@ def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, 
     return out
 
 
-def _key(row: dict) -> tuple:
+def row_key(row: dict) -> tuple:
     return row["claim"], row["structure"], row["metric"]
 
 
@@ -127,12 +127,12 @@ def robustness(reports: list[dict], rows: list[dict] | None = None, *, resamples
     check_int(resamples, "resamples", low=1)
     rows = scorecard(reports) if rows is None else rows
     rng = np.random.default_rng(seed)
-    same = {_key(r): 0 for r in rows}
+    same = {row_key(r): 0 for r in rows}
     for k in range(resamples):
         drawn = [resample(r, rng.integers(0, r["passages"], r["passages"])) for r in reports]
-        again = {_key(x): x["verdict"] for x in scorecard(drawn, n_boot=n_boot, seed=seed + k + 1)}
+        again = {row_key(x): x["verdict"] for x in scorecard(drawn, n_boot=n_boot, seed=seed + k + 1)}
         for r in rows:
-            same[_key(r)] += again.get(_key(r)) == r["verdict"]
+            same[row_key(r)] += again.get(row_key(r)) == r["verdict"]
     return {key: n / resamples for key, n in same.items()}
 
 
@@ -162,13 +162,13 @@ def by_corpus(rows: list[dict], corpora: dict[str, list[dict]], *, n_boot: int =
     one whose models were measured there against other nulls than in ``rows`` (no shuffled passages, fewer than
     :data:`~connlap_lite.verdicts.words.MIN_SEEDS` random-init seeds, another null for E3's gap) says "not comparable": a
     verdict against weaker nulls is not a difference between corpora."""
-    out = {_key(r): {} for r in rows}
-    mine = {_key(r): _nulls_of(r) for r in rows}
+    out = {row_key(r): {} for r in rows}
+    mine = {row_key(r): _nulls_of(r) for r in rows}
     for name, reports in corpora.items():
         for row in scorecard(reports, n_boot=n_boot):
-            if _key(row) in out:
-                same = {(m, n) for m, n in mine[_key(row)] if m in {m for m, _ in _nulls_of(row)}} == _nulls_of(row)
-                out[_key(row)][name] = row["verdict"] if same else "not comparable"
+            if row_key(row) in out:
+                same = {(m, n) for m, n in mine[row_key(row)] if m in {m for m, _ in _nulls_of(row)}} == _nulls_of(row)
+                out[row_key(row)][name] = row["verdict"] if same else "not comparable"
     return out
 
 

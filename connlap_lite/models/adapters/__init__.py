@@ -35,7 +35,7 @@ from typing import Protocol
 import torch
 
 from . import bert, distilbert, gpt2, gpt_neox, llama, phi3
-from ._linear import is_encoder
+from .linear import is_encoder
 
 
 # the floor of transformers in pyproject.toml's `models` extra (tests/test_deps.py holds the two equal): 4.45 to

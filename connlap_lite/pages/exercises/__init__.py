@@ -4,7 +4,7 @@ Every chapter ends with graded exercises. Each asks for one small function and e
 call such as ``check_apply_walk(apply_walk)``. The checker calls the function on a handful of
 small float64 cases, each with a fixed seed and including edge cases (one token, causal masks,
 grouped-query heads, ties, boundary values), and compares the result with the
-answer key (:mod:`._key`). If every case agrees it prints one line, ``check_apply_walk: 5/5 cases
+answer key (:mod:`.answer_key`). If every case agrees it prints one line, ``check_apply_walk: 5/5 cases
 passed``, and returns None (a check cell has no output). Otherwise it raises :class:`ExerciseFailed`, an ``AssertionError``, and the
 message says which case failed (with its parameters), what was expected and what came back (the
 largest error and a small slice), names the common mistake the wrong result matches where it matches

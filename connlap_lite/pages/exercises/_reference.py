@@ -3,7 +3,7 @@
 A reference computes the answer with the package's own implementation of the quantity (one implementation
 per quantity); a mistake computes what a plausible wrong answer gives, so that a checker can say which mistake
 a wrong result looks like. The student edition ships without this module (``tools/student_edition.py``
-writes what it gives into ``answers.npz``; :mod:`connlap_lite.pages.exercises._key` reads either).
+writes what it gives into ``answers.npz``; :mod:`connlap_lite.pages.exercises.answer_key` reads either).
 
 Chapter: the ``## Exercises`` section of every chapter.
 """
@@ -19,11 +19,11 @@ from ...known.sinks import first_token_scores, sink_rate
 from ...known.stream import norm_weighted_walk
 from ...chains import reversibility_defect, stationary_distribution
 from ...laplacian import connection_laplacian, dirichlet_energy, random_walk_connection
-from ...measure.stats import _p_win, holm, spearman
+from ...measure.stats import p_win, holm, spearman
 from ..toys import conditions_report, holonomy_spectrum
 from ...transports import EdgeTransport, HeadTransports
 from ...walks import ConnectionWalk
-from ._cases import _layer, _one_head
+from ._cases import layer_of, one_head
 
 T_ = lambda a: np.swapaxes(a, -1, -2)                       # noqa: E731  transpose the last two axes
 
@@ -46,11 +46,11 @@ def holonomy_open(T, cycle):
 
 def head_transport(W_V, W_O):
     d, dh = W_V.shape
-    return _layer(np.zeros((1, d, dh)), np.zeros((1, d, dh)), W_V[None], W_O[None]).transports().dense()[0].numpy()
+    return layer_of(np.zeros((1, d, dh)), np.zeros((1, d, dh)), W_V[None], W_O[None]).transports().dense()[0].numpy()
 
 
 def sha_output(X, W_Q, W_K, W_V, W_O, causal, scale=1.0):
-    return multi_head_attention(X, _layer(scale * W_Q[None], W_K[None], W_V[None], W_O[None]), causal=causal)
+    return multi_head_attention(X, layer_of(scale * W_Q[None], W_K[None], W_V[None], W_O[None]), causal=causal)
 
 
 def edge_transport(A, T_heads, i, j):
@@ -59,7 +59,7 @@ def edge_transport(A, T_heads, i, j):
 
 
 def mha_walk_pair(X, W_q, W_k, W_v, W_o, causal):
-    walk = mha_walk(X, _layer(W_q, W_k, W_v, W_o), causal=causal)
+    walk = mha_walk(X, layer_of(W_q, W_k, W_v, W_o), causal=causal)
     return walk.P.numpy(), walk.edge_transports()
 
 
@@ -87,7 +87,7 @@ def ov_transport(W_v, W_o, head, n_heads):
     W_v_rows = W_v.reshape(G, dh, d).transpose(0, 2, 1)           # (G, d, d_h): V = X W_v_rows[g]
     W_o_rows = W_o.T.reshape(n_heads, dh, d)                      # (H, d_h, d)
     zeros = np.zeros((n_heads, d, dh))
-    return _layer(zeros, zeros[:G], W_v_rows, W_o_rows).transports().dense()[head].numpy()
+    return layer_of(zeros, zeros[:G], W_v_rows, W_o_rows).transports().dense()[head].numpy()
 
 
 def ov_by_modulo(W_v, W_o, head, n_heads):
@@ -98,7 +98,7 @@ def ov_by_modulo(W_v, W_o, head, n_heads):
 
 def attention_pattern(X, W_q, W_k, causal, scale=1.0):
     zeros = np.zeros((1, X.shape[1], W_q.shape[0]))
-    return attention_patterns(X, _layer(scale * W_q.T[None], W_k.T[None], zeros, zeros.transpose(0, 2, 1)),
+    return attention_patterns(X, layer_of(scale * W_q.T[None], W_k.T[None], zeros, zeros.transpose(0, 2, 1)),
                               causal=causal)[0]
 
 
@@ -123,7 +123,7 @@ def _rank_free(T):
 
 
 def _data_defect(U, V, X):
-    return float(M.data_isometry_defect(_one_head(U, V), torch.as_tensor(X))[0])
+    return float(M.data_isometry_defect(one_head(U, V), torch.as_tensor(X))[0])
 
 
 def slope_interval(params, values, boot_idx, seed, log=np.log10):
@@ -140,11 +140,11 @@ def _gains(U, V, X):
 
 def p_below_nulls(trained, nulls, boot_idx):
     t = trained[boot_idx].mean(1)
-    return _p_win(t - np.stack([n[boot_idx].mean(1) for n in nulls]).min(0))
+    return p_win(t - np.stack([n[boot_idx].mean(1) for n in nulls]).min(0))
 
 
 def _copy(U, V):
-    return float(M.copy_score(_one_head(U, V))[0])
+    return float(M.copy_score(one_head(U, V))[0])
 
 
 def _min_energy(P, T):
@@ -180,7 +180,7 @@ REFERENCES = {
     "check_spearman_rho": lambda x, y: spearman(x, y)[0],
     "check_holm": lambda p: holm(p),
     "check_p_below_nulls": p_below_nulls,
-    "check_read_write_overlap": lambda U, V: float(M.read_write_overlap(_one_head(U, V))[0]),
+    "check_read_write_overlap": lambda U, V: float(M.read_write_overlap(one_head(U, V))[0]),
     "check_copy_score": _copy,
     "check_kernel_dimension": lambda n, angle, tol: holonomy_spectrum(n, angle, tol=tol)[1],
     "check_min_dirichlet_energy": _min_energy,
@@ -314,13 +314,13 @@ MISTAKES = {
         "a tie counted as a win": lambda t, n, idx: float(
             (1 + np.sum(t[idx].mean(1) - np.stack([x[idx].mean(1) for x in n]).min(0) > 0)) / (len(idx) + 1)),
         "each null tested on its own and the largest p-value kept": lambda t, n, idx: max(
-            _p_win(t[idx].mean(1) - x[idx].mean(1)) for x in n),
-        "the nulls compared at their means, not draw by draw": lambda t, n, idx: _p_win(
+            p_win(t[idx].mean(1) - x[idx].mean(1)) for x in n),
+        "the nulls compared at their means, not draw by draw": lambda t, n, idx: p_win(
             t[idx].mean(1) - min(x.mean() for x in n)),
     },
     "check_read_write_overlap": {
         "the factors used without orthonormal bases": lambda U, V: float(np.sum((U.T @ V.T) ** 2) / U.shape[1]),
-        "divided by d, not d_h": lambda U, V: float(M.read_write_overlap(_one_head(U, V))[0]) * U.shape[1] / U.shape[0],
+        "divided by d, not d_h": lambda U, V: float(M.read_write_overlap(one_head(U, V))[0]) * U.shape[1] / U.shape[0],
     },
     "check_copy_score": {
         "sqrt(d) in place of sqrt(d_h)": lambda U, V: _copy(U, V) * np.sqrt(U.shape[1]) / np.sqrt(U.shape[0]),

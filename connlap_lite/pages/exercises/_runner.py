@@ -3,7 +3,7 @@ random inputs the checkers draw are :mod:`._cases`').
 
 A checker is a function that makes its cases, decorated with :func:`checker`; the decorated name takes the
 reader's function. The expected results and the results of the common mistakes come from
-:mod:`connlap_lite.pages.exercises._key`, never from the checker's own module.
+:mod:`connlap_lite.pages.exercises.answer_key`, never from the checker's own module.
 
 Chapter: the ``## Exercises`` section of every chapter.
 """
@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from . import _cases, _key
+from . import _cases, answer_key
 
 
 class ExerciseFailed(AssertionError):
@@ -177,7 +177,7 @@ def grade(name: str, fn: Callable, cases: Sequence[Case], *, forbid: Sequence[st
     if not callable(fn):
         raise TypeError(f"{name} takes your function as its argument, got {type(fn).__name__}; "
                         f"call it as {name}(my_function)")
-    expected, mistakes = _key.answers(name, cases, graded=draw is not None)
+    expected, mistakes = answer_key.answers(name, cases, graded=draw is not None)
     drawn = "" if draw is None else f", graded draw {draw}"
     for k, case in enumerate(cases):
         where = f"case {k + 1} of {len(cases)} ({case.label}{drawn})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...measure import metrics as M
-from ._cases import _factors, _orthogonal, _rng, _stochastic
+from ._cases import factor_pair, random_orthogonal_matrix, case_rng, random_walk
 from ._runner import Case, checker
 
 
@@ -15,12 +15,12 @@ def check_normalised_walk_distance():
 
     Chapter: *E1*, exercise ``e1_stability_graded1``.
     """
-    rng = _rng(701)
-    Pc = _stochastic(rng, 8, True)
-    cases = [Case("encoder, n=6", (_stochastic(rng, 6), _stochastic(rng, 6), False)),
-             Case("decoder, n=6", (_stochastic(rng, 6, True), _stochastic(rng, 6, True), True)),
+    rng = case_rng(701)
+    Pc = random_walk(rng, 8, True)
+    cases = [Case("encoder, n=6", (random_walk(rng, 6), random_walk(rng, 6), False)),
+             Case("decoder, n=6", (random_walk(rng, 6, True), random_walk(rng, 6, True), True)),
              Case("P equal to Q, n=5", (Pc[:5, :5] / Pc[:5, :5].sum(1, keepdims=True),) * 2 + (True,)),
-             Case("decoder, n=2", (_stochastic(rng, 2, True), _stochastic(rng, 2, True), True)),
+             Case("decoder, n=2", (random_walk(rng, 2, True), random_walk(rng, 2, True), True)),
              Case("decoder, Q the causal-uniform walk, n=8", (Pc, M.uniform_walk(8, True).numpy(), True))]
     return cases
 
@@ -31,13 +31,13 @@ def check_sink_mass():
 
     Chapter: *E1*, exercise ``e1_stability_graded2``.
     """
-    rng = _rng(702)
-    heavy = _stochastic(rng, 5)
+    rng = case_rng(702)
+    heavy = random_walk(rng, 5)
     heavy[:, 0] += 10
-    cases = [Case("encoder, n=6, sinks [0, 5]", (_stochastic(rng, 6), [0, 5])),
-             Case("decoder, n=6, sinks [0]", (_stochastic(rng, 6, True), [0])),
+    cases = [Case("encoder, n=6, sinks [0, 5]", (random_walk(rng, 6), [0, 5])),
+             Case("decoder, n=6, sinks [0]", (random_walk(rng, 6, True), [0])),
              Case("causal-uniform walk, n=4, sinks [0]", (M.uniform_walk(4, True).numpy(), [0])),
-             Case("n=3, sinks [1]", (_stochastic(rng, 3), [1])),
+             Case("n=3, sinks [1]", (random_walk(rng, 3), [1])),
              Case("column 0 takes most of the mass, n=5", (heavy / heavy.sum(1, keepdims=True), [0]))]
     return cases
 
@@ -49,9 +49,9 @@ def check_rank_free_defect():
 
     Chapter: *E2*, exercise ``e2_isometry_graded1``.
     """
-    rng = _rng(801)
-    Q = _orthogonal(rng, 5)
-    cases = [Case("3 times an orthogonal 4x4 matrix", (3 * _orthogonal(rng, 4),)),
+    rng = case_rng(801)
+    Q = random_orthogonal_matrix(rng, 5)
+    cases = [Case("3 times an orthogonal 4x4 matrix", (3 * random_orthogonal_matrix(rng, 4),)),
              Case("rank one, 5x5", (np.outer(rng.standard_normal(5), rng.standard_normal(5)),)),
              Case("Gaussian 6x6", (rng.standard_normal((6, 6)),)),
              Case("singular values 3, 1, 0.1 (the best rank is 1)", (Q[:, :3] @ np.diag([3, 1, 0.1]) @ Q[:, 2:].T,)),
@@ -67,14 +67,14 @@ def check_data_isometry_defect():
 
     Chapter: *E2*, exercise ``e2_isometry_graded2``.
     """
-    rng = _rng(802)
-    Q, R = _orthogonal(rng, 6), _orthogonal(rng, 2)
+    rng = case_rng(802)
+    Q, R = random_orthogonal_matrix(rng, 6), random_orthogonal_matrix(rng, 2)
     cases = [Case("a scaled isometry on its read space, d=6, d_h=2", (2 * Q[:, :2] @ R, Q[:, :2].T,
                                                                       rng.standard_normal((8, 6)))),
-             Case("Gaussian factors, d=6, d_h=2, n=10", (*_factors(rng, 6, 2), rng.standard_normal((10, 6)))),
-             Case("d_h=1 (one gain for every token)", (*_factors(rng, 5, 1), rng.standard_normal((6, 5)))),
-             Case("full width, d=d_h=4, n=7", (*_factors(rng, 4, 4), rng.standard_normal((7, 4)))),
-             Case("two tokens, d=5, d_h=3", (*_factors(rng, 5, 3), rng.standard_normal((2, 5))))]
+             Case("Gaussian factors, d=6, d_h=2, n=10", (*factor_pair(rng, 6, 2), rng.standard_normal((10, 6)))),
+             Case("d_h=1 (one gain for every token)", (*factor_pair(rng, 5, 1), rng.standard_normal((6, 5)))),
+             Case("full width, d=d_h=4, n=7", (*factor_pair(rng, 4, 4), rng.standard_normal((7, 4)))),
+             Case("two tokens, d=5, d_h=3", (*factor_pair(rng, 5, 3), rng.standard_normal((2, 5))))]
     return cases
 
 
@@ -92,7 +92,7 @@ def check_slope_interval():
     ``values`` is ``(m, k)``: ``k`` per-passage values for each of ``m`` models; ``boot_idx`` is
     ``(n_boot, m, k)``: the passages each bootstrap draw takes from each model. Chapter: *E3*, exercise ``e3_scale_graded1``.
     """
-    rng = _rng(901)
+    rng = case_rng(901)
     cases = []
     for m, k, kind in ((2, 4, "two models"), (3, 5, "three models"), (4, 8, "four models, falling"),
                        (3, 4, "constant values"), (4, 1, "one passage per model")):
@@ -112,7 +112,7 @@ def check_spearman_rho():
 
     Chapter: *E3*, exercise ``e3_scale_graded2``.
     """
-    rng = _rng(902)
+    rng = case_rng(902)
     x = rng.standard_normal(12)
     cases = [Case("monotone but not linear, n=5", ([1, 2, 3, 4, 5], [1, 8, 27, 64, 1000])),
              Case("reversed, n=6", (list(range(6)), [5.5, 4, 3, 2, 1, -7])),
@@ -129,7 +129,7 @@ def check_holm():
 
     Chapter: *Scorecard*, exercise ``scorecard_graded1``.
     """
-    rng = _rng(951)
+    rng = case_rng(951)
     return [Case("three p-values", ([0.01, 0.04, 0.03],)),
             Case("one p-value", ([0.02],)),
             Case("ties, and an adjusted value above 1", ([0.4, 0.01, 0.4, 0.6],)),
@@ -138,7 +138,7 @@ def check_holm():
             Case("random, m=12", (list(rng.uniform(0, 0.2, 12).round(4)),))]
 
 
-@checker(forbid=["connlap_lite.measure.stats:_p_win"])
+@checker(forbid=["connlap_lite.measure.stats:p_win"])
 def check_p_below_nulls():
     """Check ``fn(trained, nulls, boot_idx)``: the bootstrap p-value that the trained mean lies below every
     null's, a number.
@@ -147,7 +147,7 @@ def check_p_below_nulls():
     nulls), ``boot_idx`` is ``(n_boot, B)``: the passages each bootstrap draw takes.
     Chapter: *Scorecard*, exercise ``scorecard_graded2``.
     """
-    rng = _rng(952)
+    rng = case_rng(952)
     cases = []
     for B, k, n_boot, shift, kind in ((8, 1, 200, 0.2, "one null, clearly above"), (8, 3, 200, 0.05, "three nulls"),
                                       (6, 2, 100, 0.0, "trained equal to a null"), (10, 2, 300, -0.1, "a null below"),
@@ -163,15 +163,15 @@ def check_p_below_nulls():
 
 # --------------------------------------------------------------------- Chapter: Beyond
 def _head_cases(seed: int) -> list[Case]:
-    rng = _rng(seed)
-    Q = _orthogonal(rng, 8)
+    rng = case_rng(seed)
+    Q = random_orthogonal_matrix(rng, 8)
     plane = np.kron(np.eye(2), [[0.0, -1.0], [1.0, 0.0]])                 # quarter turns in two planes
     mix = rng.standard_normal((3, 3)) + 3 * np.eye(3)
     return [Case("a projection onto 4 dimensions, d=8", (Q[:, :4], Q[:, :4].T)),
             Case("-2 times that projection", (-2 * Q[:, :4], Q[:, :4].T)),
             Case("quarter turns inside the read space", (Q[:, :4] @ plane, Q[:, :4].T)),
-            Case("Gaussian factors, d=8, d_h=2", _factors(rng, 8, 2)),
-            Case("d_h=1", _factors(rng, 6, 1)),
+            Case("Gaussian factors, d=8, d_h=2", factor_pair(rng, 8, 2)),
+            Case("d_h=1", factor_pair(rng, 6, 1)),
             Case("write space = read space, skewed factors, d=8, d_h=3", (10 * Q[:, 2:5] @ mix, mix.T @ Q[:, 2:5].T)),
             Case("write space orthogonal to read space", (Q[:, :3] @ mix, Q[:, 3:6].T))]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..toys import KERNEL_TOL, conditions_walk
-from ._cases import _rng, graded
+from ._cases import case_rng, graded
 from ._runner import Case, checker
 
 
@@ -19,7 +19,7 @@ def check_kernel_dimension():
 
     tau = 2 * np.pi
     # a graded draw turns each angle by whole turns (the same holonomy, other inputs)
-    rng = _rng(1001)
+    rng = case_rng(1001)
     turns = (rng.integers(1, 4, 10) * rng.choice([-1, 1], 10)).tolist() if graded() else [0] * 10
     cases = [Case(f"n={n}, angle={label}{f' {k:+d} turns' if k else ''}, tol={tol:g}", (n, angle + k * tau, tol))
              for k, (n, angle, label, tol) in zip(turns, (
@@ -41,7 +41,7 @@ def check_min_dirichlet_energy():
     """
 
     cases = []
-    shift = int(_rng(1002).integers(100, 10**6)) if graded() else 0         # a graded draw: other lab walks
+    shift = int(case_rng(1002).integers(100, 10**6)) if graded() else 0         # a graded draw: other lab walks
     for (s, r, m), n, seed in (((True, True, True), 8, 0), ((True, True, True), 3, 5), ((False, True, True), 6, 1),
                                ((True, False, True), 8, 2), ((True, True, False), 5, 3), ((False, False, False), 7, 4),
                                ((True, False, False), 4, 6)):

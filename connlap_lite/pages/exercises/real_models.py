@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cases import _orthogonal, _patterns, _rng
+from ._cases import random_orthogonal_matrix, random_patterns, case_rng
 from ._runner import Case, checker
 
 
@@ -16,7 +16,7 @@ def check_ov_transport():
     projection's, ``(d, H d_h)`` (PyTorch stores ``(out, in)`` and computes ``y = W x``).
     Chapter: *Reading a real transformer*, exercise ``reading_graded1``.
     """
-    rng = _rng(601)
+    rng = case_rng(601)
     cases = []
     for H, G, d, dh, head, kind in ((2, 2, 4, 2, 1, "MHA"), (4, 2, 8, 2, 3, "GQA"), (3, 1, 6, 2, 2, "MQA"),
                                     (1, 1, 3, 3, 0, "one head"), (6, 3, 6, 1, 4, "GQA, d_h=1")):
@@ -31,7 +31,7 @@ def check_attention_pattern():
 
     Chapter: *Reading a real transformer*, exercise ``reading_graded2``.
     """
-    rng = _rng(602)
+    rng = case_rng(602)
     cases = []
     for n, d, dh, causal, scale, kind in ((5, 4, 2, False, 1, "bidirectional"), (5, 4, 2, True, 1, "causal"),
                                           (1, 3, 2, True, 1, "one token"), (4, 4, 1, False, 1, "d_h=1"),
@@ -49,10 +49,10 @@ def check_sink_rate():
     ``A`` is ``(L, H, n, n)``: every layer's heads, rows the queries.
     Chapter: *Known results, reproduced*, exercise ``known_results_graded1``.
     """
-    rng = _rng(1101)
-    causal = np.stack([_patterns(rng, 4, 8, causal=True) for _ in range(3)])
+    rng = case_rng(1101)
+    causal = np.stack([random_patterns(rng, 4, 8, causal=True) for _ in range(3)])
     causal[1, :2, :, :] = np.tril(np.ones((8, 8))) / np.arange(1, 9)[:, None]      # causal-uniform heads
-    full = np.stack([_patterns(rng, 3, 6) for _ in range(2)])
+    full = np.stack([random_patterns(rng, 3, 6) for _ in range(2)])
     full[0, 0] = 0.0
     full[0, 0, :, 0] = 1.0                                                      # one head on the first token only
     half = np.full((1, 2, 4, 4), 0.125)
@@ -73,17 +73,17 @@ def check_norm_weighted_walk():
     ``X`` is ``(n, d)``.
     Chapter: *Known results, reproduced*, exercise ``known_results_graded2``.
     """
-    rng = _rng(1102)
-    Q = _orthogonal(rng, 3)
+    rng = case_rng(1102)
+    Q = random_orthogonal_matrix(rng, 3)
     T2 = rng.standard_normal((2, 4, 4))
-    cases = [Case("one head, identity transport, n=4, d=3", (_patterns(rng, 1, 4), np.eye(3)[None],
+    cases = [Case("one head, identity transport, n=4, d=3", (random_patterns(rng, 1, 4), np.eye(3)[None],
                                                              rng.standard_normal((4, 3)))),
-             Case("two heads, opposite transports, n=5, d=4", (_patterns(rng, 2, 5), np.stack([T2[0], -T2[0]]),
+             Case("two heads, opposite transports, n=5, d=4", (random_patterns(rng, 2, 5), np.stack([T2[0], -T2[0]]),
                                                                 rng.standard_normal((5, 4)))),
-             Case("three heads, causal, n=6, d=3", (_patterns(rng, 3, 6, causal=True),
+             Case("three heads, causal, n=6, d=3", (random_patterns(rng, 3, 6, causal=True),
                                                     rng.standard_normal((3, 3, 3)), rng.standard_normal((6, 3)))),
-             Case("two heads sharing a rotation, n=4, d=3", (_patterns(rng, 2, 4), np.stack([Q, Q]),
+             Case("two heads sharing a rotation, n=4, d=3", (random_patterns(rng, 2, 4), np.stack([Q, Q]),
                                                              rng.standard_normal((4, 3)))),
              Case("a token whose vector is 100 times longer, n=5, d=4",
-                  (_patterns(rng, 2, 5), T2, rng.standard_normal((5, 4)) * np.array([100, 1, 1, 1, 1])[:, None]))]
+                  (random_patterns(rng, 2, 5), T2, rng.standard_normal((5, 4)) * np.array([100, 1, 1, 1, 1])[:, None]))]
     return cases

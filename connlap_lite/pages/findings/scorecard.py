@@ -12,7 +12,7 @@ import html
 from ..prose import names, span, tally
 from ...verdicts.record import random_nulls
 from ...verdicts.rules import CONFIRMATION_SEED, E2_RULE, RULE, RULE_DATE, e1_table, e2_table
-from ...verdicts.scorecard import _key
+from ...verdicts.scorecard import row_key
 from ..boxes import loo_span, rule_changes_markdown, verdict_box
 from ...verdicts.scorecard import rule_changes as _changes
 from ...verdicts.words import MIN_SEEDS, VERDICTS
@@ -143,8 +143,8 @@ def table(rows: list[dict], robust: dict, corpora: dict) -> Table:
         return ", ".join(m["model"] if isinstance(m, dict) else m for m in r["models"])
 
     def verdict(r):
-        other = ", ".join(f"{c}: {v}" for c, v in corpora[_key(r)].items())
-        return (r["verdict"], f"kept in {robust[_key(r)]:.0%} of resamples",
+        other = ", ".join(f"{c}: {v}" for c, v in corpora[row_key(r)].items())
+        return (r["verdict"], f"kept in {robust[row_key(r)]:.0%} of resamples",
                 *([f"other corpora: {other}"] if other else []))
     return Table(["claim", "models", "trained vs the strongest null", "verdict", "chapter"],
                  [[(f"{r['claim']}, {r['structure']}", r["metric"]), models(r), numbers(r), verdict(r),
@@ -217,7 +217,7 @@ def what_the_data_say(rows: list[dict], robust: dict, corpora: dict) -> str:
                 f"Within {names(ladders)} the scale claim is tested, on the gap's slope within the family, in "
                 f"{len(tested)} of the {len(e3_rows)} rows; across families size and design still cannot be "
                 "separated."))
-    verdict = {_key(r): r["verdict"] for r in rows}
+    verdict = {row_key(r): r["verdict"] for r in rows}
     said = {k: {c: x for c, x in v.items() if x != "not comparable"} for k, v in corpora.items()}
     agree = [k for k, v in said.items() if v and all(x == verdict[k] for x in v.values())]
     differ = [k for k, v in said.items() if v and any(x != verdict[k] for x in v.values())]

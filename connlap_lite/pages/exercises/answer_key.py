@@ -88,9 +88,9 @@ def _put(store: dict, key: str, value) -> None:
     store[key] = np.asarray(value)
 
 
-def _get(store, key: str):
+def stored(store, key: str):
     if f"{key}#n" in store:
-        return tuple(_get(store, f"{key}#{i}") for i in range(int(store[f"{key}#n"])))
+        return tuple(stored(store, f"{key}#{i}") for i in range(int(store[f"{key}#n"])))
     if key not in store:
         return None
     a = store[key]
@@ -115,7 +115,7 @@ def record(checkers: dict, path: Path = ANSWERS) -> Path:
     return path
 
 
-def _from_file(name: str, cases, path: Path) -> tuple[list, dict[str, list]]:
+def from_file(name: str, cases, path: Path) -> tuple[list, dict[str, list]]:
     with np.load(path, allow_pickle=False) as f:
         store = dict(f)
     if f"{name}/mistakes" not in store:
@@ -125,8 +125,8 @@ def _from_file(name: str, cases, path: Path) -> tuple[list, dict[str, list]]:
         if str(store.get(f"{name}/{k}/inputs")) != fingerprint(case.args):
             raise RuntimeError(f"the answer key {path} was made for other cases of {name} (case {k + 1} differs; "
                                "another numpy?): rebuild the student edition (make student) where you grade")
-    expected = [_get(store, f"{name}/{k}/expected") for k in range(len(cases))]
-    mistakes = {str(m): [_get(store, f"{name}/{k}/{m}") for k in range(len(cases))]
+    expected = [stored(store, f"{name}/{k}/expected") for k in range(len(cases))]
+    mistakes = {str(m): [stored(store, f"{name}/{k}/{m}") for k in range(len(cases))]
                 for m in store[f"{name}/mistakes"]}
     return expected, mistakes
 
@@ -141,5 +141,5 @@ def answers(name: str, cases, *, graded: bool = False) -> tuple[list, dict[str, 
     if graded:
         return computed(name, cases, graded=True)
     if ANSWERS.exists():
-        return _from_file(name, cases, ANSWERS)
+        return from_file(name, cases, ANSWERS)
     return computed(name, cases)

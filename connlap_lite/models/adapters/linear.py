@@ -67,4 +67,4 @@ def head_transports(W_v, b_v, W_o, b_o, H: int, G: int) -> HeadTransports:
             offset = offset + W_o.detach() @ b_v.detach().reshape(G, dh)[groups].reshape(-1)
         if b_o is not None:
             offset = offset + b_o.detach()
-    return HeadTransports._trusted(U, V, groups=groups, offset=offset)
+    return HeadTransports.unchecked(U, V, groups=groups, offset=offset)
