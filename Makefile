@@ -91,7 +91,7 @@ notebooks: install
 LANE_MODEL := qwen2.5-coder-0.5b
 LANE_BESIDE := book/models/known_results.ipynb
 LANE_LATER := book/theory
-UNIT_LATER := tests/test_analysis.py
+UNIT_LATER := tests/measure/test_analysis.py
 lane-unit: install
 	@date +'%T $@ starts'
 	$(PY) tools/measure.py $(LANE_MODEL)

@@ -1,7 +1,7 @@
 """connlap_lite: attention as a connection walk, in small modules grouped by wing.
 
 The theory the book teaches sits at the top and imports no wing; each wing is a folder; only the pages (and the
-command line) import ``pages``, and ``measure`` never imports ``known`` (``tests/test_layout.py`` holds the order).
+command line) import ``pages``, and ``measure`` never imports ``known`` (``tests/contracts/test_layout.py`` holds the order).
 
 =================  ==================================================
 module             idea
@@ -49,7 +49,7 @@ from .models.text import default_texts, encode, passages
 from .transports import ConstantTransport, EdgeTransport, HeadTransports, MixtureTransport
 from .walks import ConnectionWalk
 
-__version__ = "0.3.0"   # the one source: pyproject, the book, CITATION.cff (tests/test_release.py)
+__version__ = "0.3.0"   # the one source: pyproject, the book, CITATION.cff (tests/book/test_release.py)
 
 __all__ = [
     "ConnectionWalk", "ConstantTransport", "MixtureTransport", "EdgeTransport", "HeadTransports",

@@ -76,7 +76,7 @@ def _solve(P: torch.Tensor) -> torch.Tensor:
     irreducible walk, or a causal one, where the first token absorbs) the matrix is invertible and the solution is
     that ``pi`` (its ``1^T``-component forces ``sum pi = 1``, and then ``pi P = pi``).  Rounding below zero is
     clipped and ``pi`` renormalised.  Agrees with the left Perron eigenvector of a dense eigen-solve to rounding
-    (``tests/test_fast_metrics.py`` checks ``1e-10`` relative on random walks).
+    (``tests/measure/test_fast_metrics.py`` checks ``1e-10`` relative on random walks).
     """
     n = P.shape[-1]
     eye = torch.eye(n, dtype=P.dtype, device=P.device)

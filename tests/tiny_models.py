@@ -144,7 +144,7 @@ def _configs(vocab: int) -> dict:
 
 def _unlisted(vocab: int) -> dict:
     """``name -> config`` for model types not in ``adapters.FAMILIES`` whose attention has Llama's layout: read
-    through it after a check on the spot (tests/test_unlisted_families.py), never part of ``TESTED``."""
+    through it after a check on the spot (tests/models/test_unlisted_families.py), never part of ``TESTED``."""
     import transformers as T
 
     g = dict(_G, vocab_size=vocab, head_dim=8, pad_token_id=0, bos_token_id=0, eos_token_id=0)

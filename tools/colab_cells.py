@@ -35,7 +35,7 @@ For each notebook, in one load-modify-save step (safe beside other editors), thi
   uses them. The cell is tagged ``remove-cell``: myst-nb leaves it out of the book's pages (and of the PDF),
   where it would only repeat _config.yml. A notebook that uses no macro has no such cell.
 
-Running it twice changes nothing the second time. tests/test_book.py checks what it writes.
+Running it twice changes nothing the second time. tests/book/test_book.py checks what it writes.
 """
 import json
 import os

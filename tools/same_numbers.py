@@ -42,7 +42,7 @@ from connlap_lite.pages.settings import BOOK
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "benchmarks" / "results" / "same_numbers.json"
 # make test's setting of the empirical chapters (connlap_lite.pages.settings.BOOK, which their parameter cells read) and
-# the chapter Reading's own (book/models/reading.ipynb's); tests/test_same_numbers.py holds them equal to the
+# the chapter Reading's own (book/models/reading.ipynb's); tests/book/test_same_numbers.py holds them equal to the
 # chapters'
 MODELS = BOOK.models
 (N_PASSAGES, N_TOKENS), SEED = BOOK.sample(full=False), 0

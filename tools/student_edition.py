@@ -20,7 +20,7 @@ badges open and its set-up cells install from:
 
 ``--grade`` is a local stand-in for nbgrader's autograde that reads the same metadata: it runs a notebook's
 answer cells and, for each test cell, its graded check (as nbgrader runs the hidden test), in order in one fresh
-namespace (the exercise cells are self-contained, which tests/test_exercises.py checks), and gives each test
+namespace (the exercise cells are self-contained, which tests/pages/test_exercises.py checks), and gives each test
 cell its points if it runs without an error. It needs the book's package (the teacher's references).
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ benchmarks/results/colab_chapters.json, written by `make colab`, for a first run
     .venv/bin/python tools/teaching_tables.py          # rewrites the tables between their markers
 
 Each table sits between ``<!-- teaching_tables: NAME -->`` and ``<!-- /teaching_tables -->``; the rest of the
-page is left alone. tests/test_exercises.py fails when the page and what this script writes differ.
+page is left alone. tests/pages/test_exercises.py fails when the page and what this script writes differ.
 """
 from __future__ import annotations
 

@@ -183,7 +183,7 @@ def verdicts(report: dict) -> list[dict]:
     :data:`connlap_lite.verdicts.words.MIN_PASSAGES` (8) passages, and for ``sinkformer`` below
     :data:`connlap_lite.verdicts.words.MIN_SEEDS` (3) random-init seeds.  On the synthetic reports of
     :func:`connlap_lite.known.synthetic.report` (8 passages), every statistical statement says "agree" in at most 5%
-    of draws without an effect and in at least 80% with the effect stated in ``tests/test_rules.py``. The
+    of draws without an effect and in at least 80% with the effect stated in ``tests/verdicts/test_rules.py``. The
     statements:
 
     - ``sink_order``: natural - random and random - repeated sink rates, and natural - repeated

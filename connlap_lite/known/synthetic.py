@@ -1,5 +1,5 @@
 """Synthetic known-results reports whose answer is known: the statements' rules' size and power are measured on
-them (``tests/test_rules.py``), and the chapter's paragraphs are tested on them (``tests/test_findings.py``).
+them (``tests/verdicts/test_rules.py``), and the chapter's paragraphs are tested on them (``tests/pages/test_findings.py``).
 
 ``report(...)``     one model's report in the shape :func:`connlap_lite.known.known_results` returns, each published
                     statement holding by a stated margin (``effect``, in units of :data:`SPREAD`) or not at all;

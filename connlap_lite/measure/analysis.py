@@ -262,7 +262,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
     ids = batch["input_ids"]
     if isinstance(ids, torch.Tensor) and ids.ndim == 2:   # (anything else: attention_walks says what is wrong)
         # every layer's walks kept for the sink mass; the last four for the separations and the metrics'
-        # temporaries: 36 (memory.peak_bytes; tests/test_faults.py measures the peak against it)
+        # temporaries: 36 (memory.peak_bytes; tests/contracts/test_faults.py measures the peak against it)
         check_memory(model, *ids.shape, walks=facts["layers"] + 36, what=type(model).__name__)
     if bool(encoder) == causal:
         raise ValueError(f"encoder={encoder} but {type(model).__name__} is {'causal' if causal else 'bidirectional'}; "

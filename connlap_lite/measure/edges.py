@@ -57,7 +57,7 @@ def gated_singular_values(weights: torch.Tensor, heads: HeadTransports, groups: 
 
     Tolerance: squaring costs the small singular values their relative accuracy, each ``s_i`` is
     within about ``eps s_1^2 / s_i`` of an SVD's (``eps = 2.2e-16``), and a zero singular value comes
-    out as at most about ``sqrt(eps) s_1 = 1.5e-8 s_1``.  ``tests/test_fast_metrics.py`` checks
+    out as at most about ``sqrt(eps) s_1 = 1.5e-8 s_1``.  ``tests/measure/test_fast_metrics.py`` checks
     ``1e-9`` relative against the SVD of the dense ``T`` on random heads with gates.
     """
     _heads(heads)

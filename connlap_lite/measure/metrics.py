@@ -331,7 +331,7 @@ def data_isometry_defect(heads: HeadTransports, X: torch.Tensor) -> torch.Tensor
     ``V_h^T = Q_v R_v`` (:meth:`HeadTransports.cores`), ``|T_h x| = |R_u y|`` and
     ``|P_h x| = |R_v^{-T} y|``, ``d_h``-sized work per token.  The triangular solve loses at most
     ``cond(V_h) eps``; where ``cond(V_h) > 1e6`` (or ``d < d_h``) the projection is formed from the
-    thin QR's ``Q_v`` instead.  ``tests/test_fast_metrics.py`` checks ``1e-10`` relative against the
+    thin QR's ``Q_v`` instead.  ``tests/measure/test_fast_metrics.py`` checks ``1e-10`` relative against the
     dense ``T_h x`` and ``Q_v Q_v^T x``.
     """
     _heads(heads)
@@ -370,7 +370,7 @@ def copy_score(heads: HeadTransports) -> torch.Tensor:
 
     ``||T_h||_F^2`` is the sum of the squared singular values (from the factors, cached on
     ``heads``), the trace ``sum U_h * V_h^T``: no ``d x d`` matrix (agrees with the dense
-    ``T_h`` to ``1e-12`` relative in ``tests/test_fast_metrics.py``).
+    ``T_h`` to ``1e-12`` relative in ``tests/measure/test_fast_metrics.py``).
     """
     _heads(heads)
     dt = torch.float64
@@ -390,7 +390,7 @@ def read_write_overlap(heads: HeadTransports) -> torch.Tensor:
     With ``U_h = Q_U R_u`` and ``V_h^T = Q_V R_v``, ``Q_U^T Q_V = R_u^{-T} (U_h^T V_h^T) R_v^{-1}``: a
     ``d_h x d_h`` product and two triangular solves, losing at most ``cond(U_h) cond(V_h) eps``;
     above ``1e6`` for that product the ``Q`` are formed by QR instead (``1e-10`` against the QR
-    route in ``tests/test_fast_metrics.py``).
+    route in ``tests/measure/test_fast_metrics.py``).
     """
     _heads(heads)
     dt = torch.float64

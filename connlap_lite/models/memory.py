@@ -7,7 +7,7 @@
 ``check_memory(model, B, n)``     refuse, before the forward starts, a batch whose estimate exceeds what is
                                   available, naming the estimate, the memory and the arguments to change.
 
-The estimate is an upper bound of the real peak within a factor :data:`FACTOR` (``tests/test_faults.py`` measures
+The estimate is an upper bound of the real peak within a factor :data:`FACTOR` (``tests/contracts/test_faults.py`` measures
 the peak of :func:`connlap_lite.measure.analysis.measure` on a tiny model, resident memory over the run, against it).
 :mod:`connlap_lite.models.footprint` gives the same sizes for the published shapes, without any weights.
 

@@ -170,7 +170,7 @@ RULE_CHANGES = [
      "new": "that interval widened about the mean by stats.expansion (1.29 at 8 passages); 'insufficient "
             "data' below 8 passages",
      "why": "at 8 passages the plain interval lay above 0 in about 6% of draws without an effect "
-            "(tests/test_rules.py), more than the 5% the rule promises"},
+            "(tests/verdicts/test_rules.py), more than the 5% the rule promises"},
     {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("sink_order",),
      "old": "agree unless a step is reversed (an interval below 0)",
      "new": "agree only if natural minus repeated lies above 0 and no step is reversed; 'inconclusive' if no "
@@ -182,7 +182,7 @@ RULE_CHANGES = [
             "defect, and the trained defect below the seeds as units (Student's t over the seeds, p < 0.05); "
             "'insufficient data' below 3 seeds",
      "why": "passages cannot see how much another seed would move the null: against one seed, a trained model "
-            "that is one more seed agreed in a large share of draws (tests/test_rules.py)"},
+            "that is one more seed agreed in a large share of draws (tests/verdicts/test_rules.py)"},
     {"date": "2026-12-02", "claim": "known", "from": 1, "to": 2, "statements": ("sink_repeated", "proposition"),
      "old": "a value that is not finite failed the exact comparison: 'disagree'",
      "new": "'undefined'",

@@ -20,7 +20,7 @@ fixed from the published readings, not from those numbers).  Each rule reads a r
 digest mechanism reads (a name, a date, the statement and the source of the function), for it to freeze.
 Every test is one-sided at :data:`connlap_lite.verdicts.words.ALPHA`; passages are resampled (a paired bootstrap,
 widened for few passages), heads within resampled layers, and the random-init seeds are the seed test's units.
-Their size and power are measured on synthetic records at the book's sample sizes (``tests/test_readings.py``).
+Their size and power are measured on synthetic records at the book's sample sizes (``tests/verdicts/test_readings.py``).
 
 Chapters: *E1*, *E2*, *Beyond*.
 """
@@ -203,7 +203,7 @@ RULES = {
 
 def frozen() -> list[dict]:
     """The rules as a frozen-rule registry reads them: name, date, statement, the source of the function, of the
-    helpers it calls and of the constants it reads (what a digest is taken of: ``tests/test_readings.py`` pins it).
+    helpers it calls and of the constants it reads (what a digest is taken of: ``tests/verdicts/test_readings.py`` pins it).
 
     >>> [r["name"] for r in frozen()], frozen()[0]["date"]
     (['where_it_matters', 'dominance', 'self_loop'], '2026-12-04')

@@ -1,5 +1,5 @@
 """The verdicts on E1-E3 from measurement reports: the rules in force, registered on 2026-12-04 and frozen (rule 4 for
-E1 and E3, rule 5 for E2; ``tests/test_frozen_rules.py`` holds a digest of each rule function and constant).
+E1 and E3, rule 5 for E2; ``tests/verdicts/test_frozen_rules.py`` holds a digest of each rule function and constant).
 
 Every empirical chapter, the scorecard and the command line decide E1-E3 here; the record's shape and
 its reading functions are :mod:`connlap_lite.verdicts.record`'s, the vocabulary (:data:`VERDICTS`) and the

@@ -24,7 +24,7 @@ VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not testable", 
             "not comparable")
 ALPHA = 0.05
 # Below these a rule answers "insufficient data": with 8 passages a paired bootstrap has a size within a
-# point of alpha (tests/test_rules.py measures it); with 3 seeds the seed test has 2 degrees of freedom.
+# point of alpha (tests/verdicts/test_rules.py measures it); with 3 seeds the seed test has 2 degrees of freedom.
 MIN_PASSAGES = 8
 MIN_SEEDS = 3
 

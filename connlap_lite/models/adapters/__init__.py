@@ -38,7 +38,7 @@ from . import bert, distilbert, gpt2, gpt_neox, llama, phi3
 from .linear import is_encoder
 
 
-# the floor of transformers in pyproject.toml's `models` extra (tests/test_deps.py holds the two equal): 4.45 to
+# the floor of transformers in pyproject.toml's `models` extra (tests/contracts/test_deps.py holds the two equal): 4.45 to
 # 4.57 misread GPT-2, BERT or Llama layers, 5.0 is the first with transformers.AttentionInterface, 5.0 to 5.3
 # build a tied output layer untied on the meta device (connlap_lite.models.footprint's parameter counts), 5.4 cannot
 # build the OLMo families' configurations with huggingface_hub 1.33 (a field typed int whose default is False), and
@@ -133,7 +133,7 @@ FAMILIES: dict[str, Adapter] = {
 
 # The model types the package's tests build as tiny random models and check layer by layer (walk against the
 # module's own output, every attention implementation, ``verify``): the families the book calls *tested*.
-# tests/test_families.py asserts that this is exactly what tests/tiny_models.py builds, so the two cannot drift;
+# tests/models/test_families.py asserts that this is exactly what tests/tiny_models.py builds, so the two cannot drift;
 # FAMILIES may map more types (the same weight layout under another name) than are tested.
 TESTED = ("gpt2", "bert", "roberta", "gpt_neox", "llama", "mistral", "qwen2", "gemma3_text", "qwen3", "olmo2",
           "olmo", "cohere", "stablelm", "phi", "phi3", "granite", "starcoder2", "helium", "smollm3", "gemma2",

@@ -2,7 +2,7 @@
 verdict rows into ``{glue name: markdown}`` (its ``KEYS``), built on :mod:`connlap_lite.pages.prose`.
 
 A chapter glues what its module returns in one cell, so no sentence that states a number or a verdict is
-typed on the page, and each module is unit-tested on small synthetic reports (``tests/test_findings.py``).
+typed on the page, and each module is unit-tested on small synthetic reports (``tests/pages/test_findings.py``).
 
 ===============  ==================================================
 module           chapter
