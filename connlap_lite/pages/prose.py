@@ -18,7 +18,8 @@ Chapters: *E1*, *E2*, *E3*, *Known results*, *Beyond E1-E3*, *Scorecard*, *Perfo
 """
 from __future__ import annotations
 
-__all__ = ["span", "names", "who", "tally", "pvalue", "layers_of", "size", "sizes", "measured_at", "caches_at_start"]
+__all__ = ["span", "names", "count", "who", "tally", "pvalue", "layers_of", "size", "sizes", "measured_at",
+           "caches_at_start"]
 
 
 def span(values, fmt: str = "{:.2f}") -> str:
@@ -46,6 +47,15 @@ def names(items, empty: str = "none") -> str:
     if not items:
         return empty
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``plural``, or ``noun + "s"``).
+
+    >>> count(1, "model"), count(3, "small pretrained model"), count(1, "family", "families"), count(0, "verdict")
+    ('1 model', '3 small pretrained models', '1 family', '0 verdicts')
+    """
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def who(members, among, noun: str = "model", listed: bool = True) -> str:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ...verdicts import rules as R
-from ..prose import names, pvalue, span, who
+from ..prose import count, names, pvalue, span, who
 from ...verdicts.record import depth_trend, late_value, layer_means, random_nulls, third
 from ...verdicts.history import e1_rule1, e1_table_rule2, e1_table_rule3, in_force
 from ...verdicts.scorecard import direction
@@ -177,7 +177,7 @@ def summary(reports: list[dict], rows: list[dict]) -> str:
     below = [m for m in ok if reg[m].get("below_nulls")]
     n_dec = len(_decoders(reports))
     n_enc = len(models) - n_dec
-    text = (f"E1 is read here as the paper words it, convergence: on {len(models)} small pretrained models ({n_enc} "
+    text = (f"E1 is read here as the paper words it, convergence: on {count(len(models), 'small pretrained model')} ({n_enc} "
             f"encoder{'s' * (n_enc != 1)}, {n_dec} decoder{'s' * (n_dec != 1)}), the distance between consecutive "
             f"layers' attention (attention sinks set aside) falls from the first third of the layers to the last in "
             f"{who(falls, ok, listed=False)}; the deep layers stay alike (layers further apart hardly differ more) in "
@@ -913,7 +913,7 @@ def _matters_sentence(report: dict, row: dict) -> str:
     and of the rival reading, in words, with the rule's own verdict words."""
     n, rest = len(row["steps"]), len(row["other_steps"])
     steps = _of(n, report["layers"] - 1, "step")
-    steps = f"{steps[0].upper()}{steps[1:]} {'join' if n != 1 else 'joins'} two layers that matter"
+    steps = f"{steps[0].upper()}{steps[1:]} {'joins' if n <= 1 else 'join'} two layers that matter"
     if row["verdict"] == "not testable" and n < 2:
         return (f"{steps}, too few for the rule (it needs 2): E1 on the layers that matter is *not testable*, and "
                 "so is the rival reading.")

@@ -246,7 +246,7 @@ def curves(reports: list[dict], rows: list[dict], mp_pred: dict, edges: int,
 
     lo_ratio = min(data_ratio.values())
     row3 = (f"On the trained model's own token vectors (sink tokens left out), the trained heads scale the tokens "
-            f"{'far ' if lo_ratio > 1.5 else ''}{'less' if lo_ratio > 1 else 'differently'} uniformly than the "
+            f"{'far ' if lo_ratio > 1.5 else ''}less uniformly than the "
             f"stronger of the two registered data nulls (random-init and Gaussian transports applied to the same "
             f"vectors) at every layer of {who(data_every, models)}: over all layers the trained mean data defect is "
             f"{span(data_ratio.values())} times the stronger null's.")

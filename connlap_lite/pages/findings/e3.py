@@ -99,7 +99,8 @@ def model_words(reports: list[dict], full: bool) -> dict[str, str]:
     encoders = [r for r in reports if r["encoder"]]
     decoders = [r for r in reports if not r["encoder"]]
     span_, fifth = sizes(r["parameters"] for r in reports), "" if full else " (the full build adds Qwen2.5-Coder-1.5B)"
-    shared = [f"{r['heads'] // r['groups']}{' query heads' * (k == 0)} in `{r['model']}`" + " (one group)" * (r["groups"] == 1)
+    shared = [f"{r['heads'] // r['groups']}{(' query head' + 's' * (r['heads'] // r['groups'] != 1)) * (k == 0)} in "
+              f"`{r['model']}`" + " (one group)" * (r["groups"] == 1)
               for k, r in enumerate(decoders)]
     widths: dict[int, list[str]] = {}
     for r in decoders:

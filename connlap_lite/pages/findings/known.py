@@ -89,7 +89,7 @@ def sinks(reports: dict[str, dict]) -> str:
     spread = max(_spread(reports[m], c) for m in rotary for c in ("trained", "random0")) if rotary else 0.0
     lines += ["", f"On one repeated token the sink rate is 0 in every passage for {len(zero)} of the {len(rotary)} "
               "rotary decoders" + (f" ({', '.join(zero)})" if zero else "")
-              + (f"; {', '.join(other)} keep(s) some sink heads" if other else "")
+              + (f"; {names(other)} {'keeps' if len(other) == 1 else 'keep'} some sink heads" if other else "")
               + f", and every rotary decoder's states are equal at every position to within {spread:.1e} of their "
               "norm, trained or not."]
     for m in (m for m in models if m not in rotary):
@@ -234,7 +234,8 @@ def reuse(reports: dict[str, dict]) -> str:
     reversed_ = [m for m in models if np.mean(_cond(reports[m])["natural"]["tv"])
                  > np.mean(_cond(reports[m], "random0")["natural"]["tv"])]
     if reversed_:
-        lines.append(f"\nOn the raw distance, {len(reversed_)} of {len(models)} trained models are *less* alike from "
+        lines.append(f"\nOn the raw distance, {len(reversed_)} of {len(models)} trained models "
+                     f"{'is' if len(reversed_) == 1 else 'are'} *less* alike from "
                      "layer to layer than their random-init nulls: the near-uniform null, not a failure of the "
                      "published result, and the reason the rule compares with another passage instead.")
     return "\n".join(lines)

@@ -18,6 +18,16 @@ KEYS = ("perf_summary", "perf_depth_take", "perf_apply_take", "perf_spectra_take
         "perf_memory", "perf_tl", "perf_apply", "perf_spectra", "perf_book", "perf_gpu_status", "perf_missed")
 FLAT = 1.1          # a peak that grows by less than this factor from the shallowest to the deepest model is flat
 MiB, GiB, TiB = 2**20, 2**30, 2**40
+
+
+def _bytes(n: float) -> str:
+    """A size in the largest binary unit it fills: ``'1.5 TiB'``, ``'12.0 GiB'``, ``'3.0 MiB'``.
+
+    >>> _bytes(1.5 * 2**40), _bytes(12 * 2**30), _bytes(3 * 2**20)
+    ('1.5 TiB', '12.0 GiB', '3.0 MiB')
+    """
+    unit, name = next((u, s) for u, s in ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB")) if n >= u or u == MiB)
+    return f"{n / unit:.1f} {name}"
 TEST_GOAL, BOOK_GOAL = 20 * 60, 60 * 60     # seconds: make test's goal, make book's
 NUMBER = ("no", "one", "two", "three", "four", "five", "six")
 
@@ -206,7 +216,7 @@ def spectra(spectra: dict) -> str:
             f"(tolerance {S['settings']['tol']:.0e}) of a random-attention walk of width {S['settings']['d']} as "
             f"$nd$ grows to {last['N']:,}. The dense eigen-solve stops after $nd = {S['dense_largest_N']:,}$; "
             f"ARPACK takes {last['arpack_seconds']:.0f} s at $nd = {last['N']:,}$, where the dense matrix alone "
-            f"would be {last['N'] ** 2 * 8 / TiB:.1f} TiB. Where both run, they agree to {agree:.0e} or better in "
+            f"would be {_bytes(last['N'] ** 2 * 8)}. Where both run, they agree to {agree:.0e} or better in "
             "every eigenvalue's modulus.")
 
 

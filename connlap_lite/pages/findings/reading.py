@@ -72,7 +72,7 @@ def errors_take(errors: dict[str, dict[str, list[float]]], tol: float = TOL) -> 
     if not miss:
         return (f"All {layers} attention layers of the {len(errors)} models are reproduced by their connection "
                 f"walks to within the tolerance of {sci(tol)}.")
-    return f"{miss} of the {layers} attention layers miss the tolerance of {sci(tol)}."
+    return f"{miss} of the {layers} attention layers {'misses' if miss == 1 else 'miss'} the tolerance of {sci(tol)}."
 
 
 def families(tested: tuple[str, ...]) -> str:

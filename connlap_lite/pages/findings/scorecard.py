@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from ..prose import names, span, tally
+from ..prose import count, names, span, tally
 from ...verdicts.record import random_nulls
 from ...verdicts.rules import CONFIRMATION_SEED, E2_RULE, RULE, RULE_DATE, e1_table, e2_table
 from ...verdicts.scorecard import row_key
@@ -281,7 +281,7 @@ def ablations(entries: list[tuple[str, str, str, str]], registered: dict, sinks:
     ``{(claim, model): verdict}``, ``sinks`` ``{model: (what was done, registered sink columns, registered mass,
     ablated sink columns, ablated mass)}``, each mass the late mean on that measurement's own detected sink columns."""
     moved = [(a, c, m, v) for a, c, m, v in entries if v != registered[c, m]]
-    text = (f"Of the {len(entries)} verdicts re-derived under an ablation, {len(moved)} "
+    text = (f"Of the {count(len(entries), 'verdict')} re-derived under an ablation, {len(moved)} "
             f"differ{'s' if len(moved) == 1 else ''} from the registered one"
             + (": " + "; ".join(f"{c} on {m} with {a}: {registered[c, m]} -> {v}" for a, c, m, v in moved) + "."
                if moved else "."))
