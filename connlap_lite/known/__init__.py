@@ -20,7 +20,7 @@ analyze MODEL --json`` (key ``known_results``) compute the same numbers.
 ``known_results(name)``        everything above on one model and its random-init null (cached JSON)
 ``natural_record(report)``     its natural-text measurements in the shape that ``connlap_lite.verdicts.record`` reads
 ``verdicts(report)``           the chapter's rule, per statement: agree / disagree / inconclusive /
-                               insufficient data / not comparable / undefined (``VERDICTS``); ``side``,
+                               insufficient data / not comparable / undefined (``KNOWN_VERDICTS``); ``side``,
                                ``order`` and ``below_seeds`` are its three ways of reading intervals
 ``rule_changes(reports)``      each dated change of that rule, with the old and the new verdicts
 =============================  =====================================================================
@@ -32,7 +32,7 @@ module of its idea:
 ``sinks``       sink scores and rates, the random and repeated inputs, Clark et al.'s middle layers
 ``stream``      the residual stream (hooks) and the norm-weighted walk of the transported vectors
 ``distances``   from rank one, from doubly stochastic, between the heads of two layers
-``report``      ``measure`` on one model, ``known_results`` on a model and its null (cached JSON)
+``report``      ``measure_known`` on one model, ``known_results`` on a model and its null (cached JSON)
 ``statements``  the published statements, the rule's ``verdicts``, and the chapter's tables
 ``history``     the rule replaced on 2026-12-02, still runnable, and the dated record of the change
 ==============  ====================================================================================
@@ -42,10 +42,10 @@ Chapter: *Known results, reproduced*.
 from .distances import column_sum_defect, head_matched_distance, rank_one_residual, token_spread
 from .history import rule_changes, verdicts_rule1
 from ..models.twins import NULL_SEED
-from .report import NULL_SEEDS, SCHEMA, absolute_positions, known_results, measure, natural_record, seed_defects
+from .report import NULL_SEEDS, KNOWN_SCHEMA, absolute_positions, known_results, measure_known, natural_record, seed_defects
 from .sinks import (EPS, INPUTS, first_token_scores, middle_layers, ordinary_ids, position_spread, random_tokens,
                     repeated_tokens, sink_rate)
-from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, VERDICTS, below_seeds, interval, order, side,
+from .statements import (COLLAPSE, PROPOSITION_TOL, STATEMENTS, KNOWN_VERDICTS, below_seeds, interval, order, side,
                          toy_report, verdict_counts, verdict_table, verdicts)
 from .stream import norm_weighted_walk, residual_stream, transported
 
@@ -54,9 +54,9 @@ __all__ = [
     "position_spread", "middle_layers",
     "residual_stream", "transported", "norm_weighted_walk",
     "rank_one_residual", "token_spread", "column_sum_defect", "head_matched_distance",
-    "SCHEMA", "NULL_SEED", "NULL_SEEDS", "measure", "seed_defects", "absolute_positions", "known_results",
+    "KNOWN_SCHEMA", "NULL_SEED", "NULL_SEEDS", "measure_known", "seed_defects", "absolute_positions", "known_results",
     "natural_record",
-    "PROPOSITION_TOL", "COLLAPSE", "VERDICTS", "STATEMENTS", "interval", "side", "order", "below_seeds", "verdicts",
+    "PROPOSITION_TOL", "COLLAPSE", "KNOWN_VERDICTS", "STATEMENTS", "interval", "side", "order", "below_seeds", "verdicts",
     "toy_report",
     "verdict_table", "verdict_counts", "verdicts_rule1", "rule_changes",
 ]

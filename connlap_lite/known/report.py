@@ -1,6 +1,6 @@
 """One model's measurements, its random-init null's, and the cached report that holds them.
 
-:func:`measure` runs every measurement of the chapter on one model (natural passages, random tokens,
+:func:`measure_known` runs every measurement of the chapter on one model (natural passages, random tokens,
 one repeated token); :func:`known_results` does so for a model and its null, caches the JSON (through
 :mod:`connlap_lite.measure.cache`, as :func:`connlap_lite.measure.analysis.analyze` does) and adds the verdicts
 (:mod:`connlap_lite.known.statements`).
@@ -33,7 +33,7 @@ from .stream import norm_weighted_walk, residual_stream, transported
 #               compares with the seeds as units).
 # 2026-12-05.1: the passages of the asked corpus, BOS setting and split (before, always pydoc's, the tokenizer's
 #               BOS and the exploratory split, whatever analyze measured E1 and E2 on); the report names them.
-SCHEMA = "2026-12-05.1"
+KNOWN_SCHEMA = "2026-12-05.1"
 NULL_SEEDS = 5            # random<k> = random_like(model, NULL_SEED + k), as in the empirical chapters; the further
                           # seeds carry the column-sum defect only, and only in an encoder (where it is comparable)
 
@@ -106,7 +106,7 @@ def _natural_pass(model, batch: dict, encoder: bool) -> dict:
     return res
 
 
-def measure(model, tokenizer, natural: dict, *, seed: int = 0) -> dict:
+def measure_known(model, tokenizer, natural: dict, *, seed: int = 0) -> dict:
     """Every measurement of the chapter on ``model``: the natural passages ``natural`` (a batch of
     :func:`connlap_lite.passages`, as the empirical chapters read them), random tokens and one repeated token, as
     many passages of as many tokens. Per-layer lists of per-passage values.
@@ -130,7 +130,7 @@ def measure(model, tokenizer, natural: dict, *, seed: int = 0) -> dict:
 
 
 def seed_defects(model, natural: dict) -> dict:
-    """The column-sum defects of ``model`` (a further random-init seed) on the natural passages :func:`measure`
+    """The column-sum defects of ``model`` (a further random-init seed) on the natural passages :func:`measure_known`
     reads: ``{"natural": {"column_defect": ..., "column_defect_nosink": ...}}``, per layer and passage."""
     encoder = describe(model)["encoder"]
     res = _natural_pass(model, natural, encoder)
@@ -168,10 +168,10 @@ def absolute_positions(model) -> bool:
 def _problem(report, name: str, random_init: bool) -> str | None:
     """Why a cached report cannot be used (None if it can)."""
     main = "random" if random_init else "trained"
-    ok = (isinstance(report, dict) and report.get("schema") == SCHEMA and report.get("model") == name
+    ok = (isinstance(report, dict) and report.get("schema") == KNOWN_SCHEMA and report.get("model") == name
           and isinstance(report.get("conditions"), dict) and {main, "random0"} <= set(report["conditions"])
           and isinstance(report.get("sink_rate"), dict))
-    return None if ok else f"it is not a {SCHEMA} report on {name!r}"
+    return None if ok else f"it is not a {KNOWN_SCHEMA} report on {name!r}"
 
 
 def _cached(path: Path, name: str, random_init: bool) -> dict | None:
@@ -193,7 +193,7 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
     which the sinkformer statement compares with as units) and ``verdicts`` (:func:`verdicts`). Every condition
     reads one batch of passages, cut once. Cached as JSON in ``cache_dir() / "known"`` (the pipeline of
     :func:`connlap_lite.measure.analysis.analyze`: a cache that cannot be written is a warning, the report is returned),
-    keyed by the arguments, :data:`SCHEMA`, the corpus text's digest and, for a local folder, its files; the
+    keyed by the arguments, :data:`KNOWN_SCHEMA`, the corpus text's digest and, for a local folder, its files; the
     verdicts are recomputed on every call.  (``_load``: :func:`connlap_lite.measure.analysis.analyze`'s model,
     tokenizer, null ``random_like(model, NULL_SEED)`` and ``(batch, windows)`` of these arguments, already loaded
     and cut, as a function returning the four: :func:`connlap_lite.__main__.analyze_with_known`.)
@@ -222,13 +222,13 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
         model, tok, null, (batch, windows) = (_load or loaded)()
         facts = describe(model)
         main = "random" if random_init else "trained"
-        report = {"schema": SCHEMA, "model": name, "family": facts["family"],
+        report = {"schema": KNOWN_SCHEMA, "model": name, "family": facts["family"],
                   "encoder": facts["encoder"], "absolute_positions": absolute_positions(model),
                   "layers": facts["layers"], "heads": facts["heads"], "passages": n_passages, "tokens": n_tokens,
                   "seed": seed, "corpus": corpus, "bos": bos, "split": split, "windows": [list(w) for w in windows],
                   "eps": EPS, "main": main, "conditions": {}}
-        report["conditions"][main] = measure(model, tok, batch, seed=seed)
-        report["conditions"]["random0"] = measure(null, tok, batch, seed=seed)
+        report["conditions"][main] = measure_known(model, tok, batch, seed=seed)
+        report["conditions"]["random0"] = measure_known(null, tok, batch, seed=seed)
         del null
         for k in range(1, NULL_SEEDS if facts["encoder"] else 1):   # a forward pass each: seconds for MiniLM
             report["conditions"][f"random{k}"] = seed_defects(random_like(model, NULL_SEED + k), batch)
@@ -237,7 +237,7 @@ def known_results(name: str, *, n_passages: int = 8, n_tokens: int = 64, seed: i
         report["seconds"] = time.perf_counter() - start
         return report
 
-    report = cached("known", name, SCHEMA, fields, lambda r: _problem(r, name, random_init), compute,
+    report = cached("known", name, KNOWN_SCHEMA, fields, lambda r: _problem(r, name, random_init), compute,
                     read=cache, write=cache)
     report["verdicts"] = verdicts(report)
     return report

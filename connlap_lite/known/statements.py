@@ -16,7 +16,7 @@ from .sinks import INPUTS, middle_layers
 
 PROPOSITION_TOL = 1e-4    # float32 rounding through a few dozen layers stays far below this (the chapter shows it)
 COLLAPSE = 0.1            # "collapsed": the residual from rank one fell below this fraction of the input's
-VERDICTS = ("agree", "disagree", "inconclusive", "insufficient data", "not comparable", "undefined")
+KNOWN_VERDICTS = ("agree", "disagree", "inconclusive", "insufficient data", "not comparable", "undefined")
 
 
 def mean_of(values) -> float:
@@ -82,8 +82,8 @@ STATEMENTS = {   # key: (result, bibliography key, the published statement, a sh
 
 def statement_row(report, key, verdict, trained, null, tested=None, **extra) -> dict:
     result, cite, statement, _ = STATEMENTS[key]
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    if verdict not in KNOWN_VERDICTS:
+        raise ValueError(f"verdict must be one of {KNOWN_VERDICTS}, got {verdict!r}")
     return {"key": key, "result": result, "cite": cite, "statement": statement, "model": report["model"],
             "trained": trained, "null": null, "tested": tested or [], "verdict": verdict, **extra}
 
@@ -395,9 +395,9 @@ def verdict_counts(reports: list[dict]) -> str:
     lines = []
     for result, c in counts.items():
         lines.append(f"- **{result}** ({sum(c.values())} statement-model pairs): "
-                     + ", ".join(f"*{v}* {c[v]}" for v in VERDICTS if v in c))
-    total = {v: sum(c.get(v, 0) for c in counts.values()) for v in VERDICTS}
-    lines.append(f"- **all** ({sum(total.values())}): " + ", ".join(f"*{v}* {total[v]}" for v in VERDICTS))
+                     + ", ".join(f"*{v}* {c[v]}" for v in KNOWN_VERDICTS if v in c))
+    total = {v: sum(c.get(v, 0) for c in counts.values()) for v in KNOWN_VERDICTS}
+    lines.append(f"- **all** ({sum(total.values())}): " + ", ".join(f"*{v}* {total[v]}" for v in KNOWN_VERDICTS))
     if against:
         lines.append("- *disagree*: " + "; ".join(f"`{m}` ({', '.join(k)})" for m, k in against.items()))
     return "\n".join(lines)

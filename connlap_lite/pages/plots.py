@@ -343,7 +343,7 @@ def _complex_plane(ax, *, circle_at: float = 0.0) -> None:
     ax.set_xlabel("real part")
 
 
-def holonomy_figure(thetas, angles: dict, carried, theta: float):
+def holonomy_angles_figure(thetas, angles: dict, carried, theta: float):
     """The holonomy of the rotation connection on a cycle, in two panels.
 
     Left: the measured holonomy angle (``angles``: ``{n: angle at each of thetas}``, in radians)
@@ -356,7 +356,7 @@ def holonomy_figure(thetas, angles: dict, carried, theta: float):
     --------
     >>> th = np.linspace(0, np.pi, 7)
     >>> v = np.array([[np.cos(k / 2), np.sin(k / 2)] for k in range(4)])
-    >>> fig = holonomy_figure(th, {3: np.angle(np.exp(3j * th))}, v, 0.5)
+    >>> fig = holonomy_angles_figure(th, {3: np.angle(np.exp(3j * th))}, v, 0.5)
     >>> [ax.get_xlabel() for ax in fig.axes][0]
     'rotation per edge $\\\\theta$ (rad)'
     >>> plt.close(fig)

@@ -434,8 +434,8 @@ def test_cli_reports_the_known_results(cli_report, monkeypatch):
         assert set(known["sink_rate"][cond]) == {"natural", "random", "repeated"}
         assert all(0 <= v <= 1 for v in known["sink_rate"][cond].values())
     assert [r["key"] for r in known["verdicts"]] == list(K.STATEMENTS)
-    assert all(r["verdict"] in K.VERDICTS for r in known["verdicts"])
-    assert known["passages"] == 2 and known["tokens"] == 16 and known["schema"] == K.SCHEMA
+    assert all(r["verdict"] in K.KNOWN_VERDICTS for r in known["verdicts"])
+    assert known["passages"] == 2 and known["tokens"] == 16 and known["schema"] == K.KNOWN_SCHEMA
     nat = known["conditions"]["trained"]["natural"]
     assert len(nat["mass_last"]) == known["layers"] == report["layers"] and len(nat["mass_last"][0]) == 2
     # the cache the command line wrote is what the chapter reads
@@ -477,7 +477,7 @@ def test_a_torn_cache_file_is_measured_again_with_a_warning(tmp_path, monkeypatc
             warnings.simplefilter("always")
             assert KR._cached(path, "m", random_init=False) is None
         assert any("recomputing" in str(w.message) for w in caught), bad
-    good = {"schema": K.SCHEMA, "model": "m", "conditions": {"trained": {}, "random0": {}}, "sink_rate": {}}
+    good = {"schema": K.KNOWN_SCHEMA, "model": "m", "conditions": {"trained": {}, "random0": {}}, "sink_rate": {}}
     path.write_text(json.dumps(good))
     assert KR._cached(path, "m", random_init=False) == good
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from connlap_lite.known.statements import VERDICTS as KNOWN_WORDS
+from connlap_lite.known.statements import KNOWN_VERDICTS as KNOWN_WORDS
 from connlap_lite.verdicts.record import UNITS
 from connlap_lite.verdicts.words import VERDICTS as WORDS
 

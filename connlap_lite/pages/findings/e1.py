@@ -16,7 +16,7 @@ import numpy as np
 
 from ...verdicts import rules as R
 from ..prose import count, names, pvalue, span, who
-from ...verdicts.record import depth_trend, late_value, layer_means, random_nulls, third
+from ...verdicts.record import SEP_METRICS, depth_trend, late_value, layer_means, random_nulls, third
 from ...verdicts.history import e1_rule1, e1_table_rule2, e1_table_rule3, in_force
 from ...verdicts.scorecard import direction
 from ..boxes import per_model, verdict_box
@@ -24,7 +24,7 @@ from ...verdicts.words import ALPHA, MIN_PASSAGES, MIN_SEEDS
 
 GRAPH = ("tv", "tv_norm", "spec", "cross", "rev")
 METRICS = GRAPH + tuple(g + "_nosink" for g in GRAPH)        # the ten metrics that get a verdict
-SEPARATIONS = ("tv_norm_nosink", "sep2_tv_norm_nosink", "sep3_tv_norm_nosink", "sep4_tv_norm_nosink")
+PROFILE = ("tv_norm_nosink", *SEP_METRICS)   # the separation profile: layer l against l + 1, ..., l + 4
 WALK_KEYS = ("tv", "tv_norm", "rev", "tv_nosink", "tv_norm_nosink", "rev_nosink", "sink")
 NEAR = 0.05          # a null "stays near U" when every layer's walk is within this distance of the uniform walk
 KEYS = ("e1_summary", "e1_main_take", "e1_verdict", "e1_sizes", "e1_sinks_take", "e1_tv_take", "e1_tv_raw_take",
@@ -397,7 +397,7 @@ def distances(reports: list[dict]) -> str:
 
 def separation_profile(report: dict) -> list[float]:
     """The deep part of the layer-separation profile: the late mean of each separation ``k = 1..4`` measured."""
-    return [_late(report, k) for k in SEPARATIONS if k in report["conditions"]["trained"]]
+    return [_late(report, k) for k in PROFILE if k in report["conditions"]["trained"]]
 
 
 def stronger_nulls(reports: list[dict], rows: list[dict]) -> str:

@@ -2,7 +2,7 @@
 :func:`connlap_lite.known.known_results` and the verdicts of :mod:`connlap_lite.known.statements`.
 
 :func:`paragraphs` returns every glued text (:data:`KEYS`); :func:`verdict_cells` feeds the opening figure.
-Verdict words are the rows' (:data:`connlap_lite.known.statements.VERDICTS`), never chosen here.
+Verdict words are the rows' (:data:`connlap_lite.known.statements.KNOWN_VERDICTS`), never chosen here.
 
 Chapter: *Known results, reproduced*.
 """
