@@ -3,13 +3,18 @@ their install cells name the repository of _config.yml, and each chapter has its
 import json
 import os
 import re
+import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
+import colab_cells
 import conftest
+import student_edition
+import make_dry_run as dry
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p for p in (ROOT / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
@@ -60,6 +65,7 @@ def test_notebook_is_stored_without_outputs(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_install_cell_names_the_configured_repository(path):
+    # (reads the cell's text: what it installs runs only on Colab, in make colab and, for two chapters, tests/reader)
     nb = load(path)
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
     src = "".join(first["source"])
@@ -298,11 +304,11 @@ def test_teaching_kit_times_every_chapter():
 
 
 # --- the repository and the site are named once ------------------------------------------------------------
-PYPROJECT = (ROOT / "pyproject.toml").read_text()
+PROJECT_URLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
 
 
 def project_url(name):
-    return re.search(rf'^{name}\s*=\s*"([^"]+)"', PYPROJECT, re.M).group(1)
+    return PROJECT_URLS[name]
 
 
 def text_files():
@@ -354,7 +360,20 @@ def test_pages_workflow_builds_with_the_readme_command_and_publishes_the_html():
     assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in steps)
 
 
-def test_pull_requests_run_make_test_as_the_readme_says():
+def ci_run(tmp_path) -> tuple[str, str]:
+    """What .ci/run asks make for, and where: run with a stand-in ``make`` first on the PATH that records both."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "make").write_text('#!/bin/sh\necho "$*" > "$RECORD"; pwd -P >> "$RECORD"\n')
+    (bin_ / "make").chmod(0o755)
+    record = tmp_path / "record"
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}", "RECORD": str(record)}
+    subprocess.run([ROOT / ".ci" / "run"], cwd=tmp_path, env=env, check=True, timeout=60)
+    args, where = record.read_text().splitlines()
+    return args, where
+
+
+def test_pull_requests_run_make_test_as_the_readme_says(tmp_path):
     """Every pull request runs `make test` (test.yml), the README's command and .ci/run's, on the README's Python in
     Debian, where make chromium's apt-get finds Chromium; make test lints first (make lint: ruff, pinned by the test extra), before the lanes."""
     flow = yaml.safe_load((ROOT / ".github" / "workflows" / "test.yml").read_text())
@@ -364,10 +383,17 @@ def test_pull_requests_run_make_test_as_the_readme_says():
     assert job["runs-on"] == "ubuntu-latest" and 0 < job["timeout-minutes"] <= 180
     assert job["container"] == "python:3.11-bookworm", "Debian (apt-get's Chromium) with the README's Python"
     runs = [s.get("run", "") for s in job["steps"]]
-    assert "make test" in runs and "make test" in (ROOT / ".ci" / "run").read_text().splitlines()
-    makefile = (ROOT / "Makefile").read_text()
-    assert re.search(r"^test: install lint ", makefile, re.M), "make test lints first"
-    assert re.search(r"^lint: install\n\t\$\(PY\) -m ruff check \$\(LINTED\)$", makefile, re.M)
+    assert "make test" in runs and ci_run(tmp_path) == ("test", str(ROOT)), ".ci/run runs make test in the checkout"
+    cmds = dry.commands("test")
+    ruff = next((i for i, c in enumerate(cmds) if c[1:4] == ["-m", "ruff", "check"]), None)
+    assert ruff is not None, "make test runs make lint"
+    later = [i for i, c in enumerate(cmds) if "pytest" in c or "make" in c]          # a test, or a stage's make
+    assert later and ruff < min(later), "make test lints first, before any test or stage"
+    linted = cmds[ruff][4:]
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    unlinted = [f for f in tracked if not any(f.startswith(folder.rstrip("/") + "/") for folder in linted)]
+    assert not unlinted, f"make lint leaves out {unlinted}"
 
 
 def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_main():
@@ -379,13 +405,13 @@ def test_the_student_edition_is_published_as_the_student_branch_on_pushes_to_mai
         "only the student job may write to the repository"
     assert "github.event_name == 'push'" in job["if"] and "github.ref == 'refs/heads/main'" in job["if"]
     runs = [s.get("run", "") for s in job["steps"]]
-    assert "make student" in runs and re.search(r"^student: ", (ROOT / "Makefile").read_text(), re.M)
+    assert "make student" in runs
+    [(_, [_, written, *_])] = dry.runs(dry.commands("student"), "tools/student_edition.py")
     publish = next(s for s in job["steps"] if "git push" in s.get("run", ""))
-    assert publish["working-directory"] == "_build/student"
-    assert re.search(r"git push --force \S+ student$", publish["run"].strip(), re.M)
+    assert publish["working-directory"] == written == "_build/student", "it publishes what make student writes"
     assert "git init -q -b student" in publish["run"] and "secrets.GITHUB_TOKEN" in str(publish["env"])
-    assert 'STUDENT_BRANCH = "student"' in (ROOT / "tools" / "student_edition.py").read_text(), \
-        "the edition's badges open that branch"
+    pushed = re.search(r"git push --force \S+ (\S+)$", publish["run"].strip(), re.M).group(1)
+    assert pushed == student_edition.STUDENT_BRANCH == "student", "the branch the edition's badges open"
 
 
 def test_the_colab_edition_is_published_as_the_colab_branch_on_pushes_to_main():
@@ -396,10 +422,12 @@ def test_the_colab_edition_is_published_as_the_colab_branch_on_pushes_to_main():
     assert job["permissions"] == {"contents": "write"}
     assert "github.event_name == 'push'" in job["if"] and "github.ref == 'refs/heads/main'" in job["if"]
     assert "make colab-edition" in [s.get("run", "") for s in job["steps"]]
-    assert re.search(r"^colab-edition: ", (ROOT / "Makefile").read_text(), re.M)
+    [(_, [_, written, *_])] = dry.runs(dry.commands("colab-edition"), "tools/colab_edition.py")
     publish = next(s for s in job["steps"] if "git push" in s.get("run", ""))
-    assert publish["working-directory"] == "_build/colab"
-    assert "git init -q -b colab" in publish["run"] and re.search(r"git push --force \S+ colab$", publish["run"].strip())
+    assert publish["working-directory"] == written == "_build/colab", "it publishes what make colab-edition writes"
+    assert "git init -q -b colab" in publish["run"]
+    pushed = re.search(r"git push --force \S+ (\S+)$", publish["run"].strip()).group(1)
+    assert pushed == colab_cells.EDITION_BRANCH == "colab", "the branch every Colab badge opens"
 
 
 # --- the repository is self-contained ------------------------------------------------------------------------

@@ -10,12 +10,11 @@ import pytest
 
 from connlap_lite.pages.findings import e1 as F1
 from connlap_lite.models.text import CORPORA
+from make_dry_run import commands, runs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import same_numbers as S  # noqa: E402
-
-MAKEFILE = (ROOT / "Makefile").read_text()
 
 
 def fake(share=0.66, edge=(42, 40), summary="11 of these 12 sink-free curves") -> dict:
@@ -92,23 +91,33 @@ def test_where_names_no_path_of_this_machine():
     assert S.where(Path(sys.prefix) / "lib" / "x") == "the environment (lib/x)"
 
 
-def parameters(notebook: str) -> str:
+def parameters(notebook: str, monkeypatch, full: bool) -> dict:
+    """What a chapter's parameters cell sets, run as the chapter runs it (``CONNLAP_FULL=1`` in make book)."""
     cells = json.loads((ROOT / notebook).read_text())["cells"]
-    return next("".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", [])
-                or re.search(r"^MODELS = ", "".join(c["source"]), re.M))
+    [cell] = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+    if full:
+        monkeypatch.setenv("CONNLAP_FULL", "1")
+    else:
+        monkeypatch.delenv("CONNLAP_FULL", raising=False)
+    names = {"sys": sys}                                          # (the chapter's set-up cell imports sys)
+    exec("".join(cell["source"]), names)
+    return names
 
 
-def test_the_setting_is_the_chapters_own():
+@pytest.mark.parametrize("full", [False, True], ids=["make test", "make book"])
+def test_the_setting_is_the_chapters_own(monkeypatch, full):
+    """tools/same_numbers.py measures what the chapters measure in make test: E1's models, passages and tokens
+    and the reading chapter's, as their parameters cells set them (and in make book E1 reads its larger sample)."""
     from connlap_lite.pages.settings import BOOK
 
-    e1 = parameters("book/empirical/e1_stability.ipynb")
-    assert re.search(r"^MODELS = list\(BOOK\.models\)$", e1, re.M) and S.MODELS == BOOK.models
-    assert re.search(r"^N_PASSAGES, N_TOKENS = BOOK\.sample\(FULL\)$", e1, re.M), "make test's setting of E1"
-    assert (S.N_PASSAGES, S.N_TOKENS) == BOOK.sample(full=False)
-    reading = parameters("book/models/reading.ipynb")
-    assert re.search(r"^MODELS = list\(BOOK\.models\)$", reading, re.M)
-    assert re.search(rf"^N_PASSAGES = {S.READING_PASSAGES}\b", reading, re.M)
-    assert re.search(rf"^N_TOKENS = {S.READING_TOKENS}\b", reading, re.M)
+    e1 = parameters("book/empirical/e1_stability.ipynb", monkeypatch, full)
+    assert tuple(e1["MODELS"]) == S.MODELS == BOOK.models
+    assert (e1["N_PASSAGES"], e1["N_TOKENS"]) == BOOK.sample(full)
+    if not full:
+        assert (e1["N_PASSAGES"], e1["N_TOKENS"]) == (S.N_PASSAGES, S.N_TOKENS), "make test's setting of E1"
+    reading = parameters("book/models/reading.ipynb", monkeypatch, full)
+    assert tuple(reading["MODELS"]) == S.MODELS
+    assert (reading["N_PASSAGES"], reading["N_TOKENS"]) == (S.READING_PASSAGES, S.READING_TOKENS)
 
 
 def test_the_golden_file_holds_every_number_of_this_setting():
@@ -127,9 +136,13 @@ def test_the_golden_file_holds_every_number_of_this_setting():
 
 @pytest.mark.parametrize("target", ["floor", "colab"])
 def test_make_floor_and_make_colab_compare_with_the_golden_file_after_their_chapters(target):
-    recipe = MAKEFILE[MAKEFILE.index(f"\n{target}: "):]
-    recipe = recipe[:recipe.index("\n\n")]
-    venv = f"$({target.upper()})/venv/bin/python"
-    run = f"{venv} tools/same_numbers.py --json $({target.upper()})/same_numbers.json --compare $(GOLDEN)"
-    assert run in recipe and recipe.index("tools/alone.py") < recipe.index(run)
-    assert "GOLDEN := benchmarks/results/same_numbers.json" in MAKEFILE
+    """make floor and make colab run tools/same_numbers.py on their own venv after their chapters, comparing with
+    the golden file that this script writes with the project's venv (make's dry run)."""
+    cmds = commands(target)
+    [(chapters_by, _)] = runs(cmds, "tools/alone.py")
+    [(by, args)] = runs(cmds, "tools/same_numbers.py")
+    assert by == chapters_by and by.endswith("/venv/bin/python") and not by.startswith(".venv/"), \
+        f"make {target} compares with its own runtime"
+    assert (ROOT / args[args.index("--compare") + 1]).resolve() == S.GOLDEN.resolve()
+    alone = next(i for i, c in enumerate(cmds) if "tools/alone.py" in c)
+    assert alone < next(i for i, c in enumerate(cmds) if "tools/same_numbers.py" in c), "after its chapters"

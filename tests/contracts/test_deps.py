@@ -2,9 +2,11 @@
 the Makefile read it, requirements.txt points at the project, make floor tests its floors, the model table and
 the Colab cells agree with its pins, and constraints.txt pins this machine's torch without narrowing them."""
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 import connlap_lite
 from connlap_lite.models import adapters
 from connlap_lite.models.offline import OFFLINE
+from make_dry_run import commands, phony, runs, variable
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -20,7 +23,6 @@ import deps  # noqa: E402
 
 META = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = META["project"]["optional-dependencies"]
-MAKEFILE = (ROOT / "Makefile").read_text()
 # Colab's runtime (late 2026, as issue 23 records it), which the declared range must accept as it is
 # what Colab holds and its set-up cells keep (its transformers 5.15 they upgrade: the floor is 5.23)
 COLAB = {"torch": "2.11.0", "numpy": "2.1.3"}
@@ -140,15 +142,45 @@ def test_an_old_transformers_leaves_the_theory_and_is_refused_where_a_model_is_r
 
 
 def test_make_floor_and_make_colab_install_what_they_say():
-    floor = MAKEFILE[MAKEFILE.index("\nfloor: "):MAKEFILE.index("\nCOLAB_PYTHON")]
-    assert "tools/deps.py floor" in floor and "-c $(FLOOR)/floor.txt" in floor and "FLOOR_PYTHON ?= python3.11" in MAKEFILE
-    assert "book/theory/*.ipynb book/models/reading.ipynb" in floor and "--doctest-modules connlap_lite tests" in floor
-    colab = MAKEFILE[MAKEFILE.index("\ncolab: "):MAKEFILE.index("\n# The Colab edition in _build/colab")]
-    runtime = re.search(r"COLAB_RUNTIME := (.*?)\n(?!\t)", MAKEFILE, re.S).group(1).split()
+    """make floor: a fresh venv on FLOOR_PYTHON (python3.11 unless given), pip constrained to tools/deps.py floor's
+    exact pins, then the theory and reading chapters and the unit tests on it; make colab: a fresh venv on
+    COLAB_PYTHON (python3.13) with Colab's pip and runtime, then every chapter of the Colab edition that make
+    colab-edition writes, each installing the edition's wheel (make's dry runs)."""
+    floor = commands("floor")
+    python = "_build/floor/venv/bin/python"
+    assert made_venv(floor, "_build/floor/venv").name == "python3.11"
+    [pins] = [w[2] for _, w in runs(floor, "tools/deps.py") if w[:2] == ["floor", ">"]]
+    installs = [c for c in floor if c[:4] == [python, "-m", "pip", "install"] and "-c" in c]
+    assert [(c[c.index("-c") + 1], c[c.index("-r") + 1]) for c in installs] == [(pins, pins)], \
+        "the floor venv installs tools/deps.py floor's exact pins"
+    [(by, chapters)] = runs(floor, "tools/alone.py")
+    assert by == python and {"book/theory/*.ipynb", "book/models/reading.ipynb"} <= set(chapters), \
+        "the theory chapters and the reading chapter, on the floor venv"
+    assert any(c[:3] == [python, "-m", "pytest"] and {"--doctest-modules", "connlap_lite", "tests"} <= set(c)
+               for c in floor), "the unit tests run on the floor venv"
+
+    colab = commands("colab")
+    python = "_build/colab-run/venv/bin/python"
+    assert made_venv(colab, "_build/colab-run/venv").name == "python3.13"
+    installed = [w for c in colab if c[:4] == [python, "-m", "pip", "install"] for w in c[4:]]
+    assert "pip==24.1" in installed
+    # Colab's runtime (issue 23's record; COLAB above): what make colab must install
     for pin in ("torch==2.11.*", "transformers==5.15.*", "numpy==2.1.3", "ipywidgets==7.7.1", "ipykernel==6.17.*"):
-        assert pin in runtime, f"make colab must install Colab's {pin}"
-    assert "COLAB_PYTHON ?= python3.13" in MAKEFILE and "pip==24.1" in colab
-    assert "CONNLAP_LITE_SOURCE=" in colab and "tools/alone.py" in colab and "book/*/*.ipynb" in colab
+        assert pin in installed, f"make colab must install Colab's {pin}"
+    [(_, [_, edition, *_])] = runs(colab, "tools/colab_edition.py")
+    [build] = [c[c.index("--outdir") + 1:] for c in colab if c[1:3] == ["-m", "build"]]
+    assert build[1] == edition, "the wheel is built from the Colab edition"
+    [(by, args)] = runs(colab, "tools/alone.py")
+    [alone] = [c for c in colab if "tools/alone.py" in c]
+    assert by == python and alone[alone.index("CONNLAP_LITE_SOURCE=$(realpath") + 1] == f"{build[0]}/*.whl", \
+        "each chapter's set-up cell installs that wheel"
+    assert f"{edition}/book/*/*.ipynb" in args, "every chapter of the Colab edition"
+
+
+def made_venv(cmds: list[list[str]], folder: str) -> Path:
+    """The interpreter that makes the virtual environment ``folder``."""
+    [python] = [c[0] for c in cmds if c[1:] == ["-m", "venv", folder]]
+    return Path(python)
 
 
 def test_the_model_table_and_pyproject_pin_the_same_packages():
@@ -183,31 +215,73 @@ def test_constraints_pin_torch_and_pyproject_leaves_it_a_range():
     assert re.fullmatch(r"torch>=[\d.]+", torch), f"{torch}: Colab must keep its own torch (no upper bound, no pin)"
 
 
-def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes():
-    stamp = re.search(r"^\$\(STAMP\): (.*)$", MAKEFILE, re.M).group(1).split()
-    assert {"pyproject.toml", "constraints.txt", "tools/deps.py"} <= set(stamp)
-    extras = re.search(r"-c constraints\.txt -e '\.\[([\w,-]+)\]'", MAKEFILE).group(1).split(",")
-    assert set(extras) <= set(EXTRAS) and {"book", "test"} <= set(extras)
-    assert "tools/deps.py models" in MAKEFILE and "tools/deps.py full" in MAKEFILE
-    assert re.search(r"^\$\(FULLSTAMP\): \$\(STAMP\)", MAKEFILE, re.M), "the full install follows make install's"
+def test_make_install_reads_pyproject_and_is_rebuilt_when_it_changes(tmp_path):
+    """make install (into a venv named by VENV) installs the project with its extras under constraints.txt, then the
+    offline models' packages (tools/deps.py models) without their dependencies; the full build's install follows
+    it (tools/deps.py full); and both are redone when pyproject.toml, constraints.txt or tools/deps.py changes
+    (make's dry run with ``-W FILE``: FILE just modified), not when another file does."""
+    venv = tmp_path / "venv"
+    full = f"{venv}/.installed-full"
+    fresh = commands(f"VENV={venv}", "install", full)
+    [install] = [c for c in fresh if "-e" in c and c[1:4] == ["-m", "pip", "install"]]
+    assert install[install.index("-c") + 1] == "constraints.txt"
+    project, extras = install[install.index("-e") + 1].rstrip("]").split("[")
+    assert project == "." and set(extras.split(",")) <= set(EXTRAS) and {"book", "test"} <= set(extras.split(",")), \
+        f"the project with the book's and the tests' extras, not [{extras}]"
+    lists = {w[0]: w[2] for _, w in runs(fresh, "tools/deps.py") if w[1] == ">"}
+    assert set(lists) == {"models", "full"}
+    no_deps = [c[c.index("-r") + 1] for c in fresh if "--no-deps" in c and c[1:4] == ["-m", "pip", "install"]]
+    assert no_deps == [lists["models"], lists["full"]], "each list installed with --no-deps, the full one after"
+    assert fresh.index(install) < fresh.index(next(c for c in fresh if c[1:3] == ["tools/deps.py", "full"])), \
+        "the full install follows make install's"
+
+    venv.mkdir()
+    now = time.time()
+    for age, stamp in ((2, ".installed"), (1, ".installed-full")):       # both made, the full install after
+        (venv / stamp).touch()
+        os.utime(venv / stamp, (now - age, now - age))
+    pip = lambda *args: [c for c in commands(f"VENV={venv}", *args, "install", full) if "pip" in c]  # noqa: E731
+    assert pip() == [] and pip("-W", "README.md") == [], "installed, and README.md is no prerequisite"
+    for changed in ("pyproject.toml", "constraints.txt", "tools/deps.py"):
+        assert install in pip("-W", changed) and lists["full"] in str(pip("-W", changed)), \
+            f"make install must run again when {changed} changes"
 
 
 def test_make_install_brings_the_pinned_linter_and_one_variable_counts_the_jobs():
     """ruff comes with the test extra, pinned exactly (a newer ruff may find what this one passes); the number of
-    jobs side by side (make -j, tools/alone.py --jobs) is the Makefile's JOBS, two unless given."""
+    jobs side by side is the Makefile's JOBS, two unless given: with JOBS=3, every target's dry run passes 3 to
+    make -j (make book's and make test's lanes) and to tools/alone.py --jobs (make colab's chapters), and no other
+    count."""
     assert [r for r in EXTRAS["test"] if r.startswith("ruff")] == ["ruff==0.17.6"]
     assert META["tool"]["ruff"]["line-length"] == 120 and "F" in META["tool"]["ruff"]["lint"]["select"]
-    assert re.search(r"^JOBS \?= 2$", MAKEFILE, re.M)
-    assert not re.findall(r"\s(?:-j ?\d|--jobs[ =]\d)", MAKEFILE), "a job count written out instead of $(JOBS)"
-    assert MAKEFILE.count("-j$(JOBS)") == 2 and "tools/alone.py --jobs $(JOBS)" in MAKEFILE
+    assert variable("JOBS") == "2"
+    every = commands("JOBS=3", *phony())
+    counts = [(c, n) for c in every for n in job_counts(c)]
+    assert counts and all(n == "3" for _, n in counts), \
+        f"a job count other than JOBS's: {[' '.join(c) for c, n in counts if n != '3']}"
+    running = {"make book": "book-measure", "make test": "test-edition", "make colab": "tools/alone.py"}
+    for target, word in running.items():
+        assert any(word in c for c, _ in counts), f"{target} runs its jobs side by side on JOBS"
+
+
+def job_counts(cmd: list[str]) -> list[str]:
+    """The job counts a command passes (-jN, -j N, --jobs N, --jobs=N; '' for -j alone, no limit).
+
+    >>> job_counts(["make", "-j3", "a"]), job_counts(["alone.py", "--jobs", "2"]), job_counts(["make", "-j"])
+    (['3'], ['2'], [''])
+    """
+    out = []
+    for i, word in enumerate(cmd):
+        if m := re.fullmatch(r"-j(\d*)|--jobs(?:=(\d+))?", word):
+            after = cmd[i + 1] if i + 1 < len(cmd) and cmd[i + 1].isdigit() else ""
+            out.append(m.group(1) or m.group(2) or after)
+    return out
 
 
 def test_make_floor_finds_a_python_by_its_command_where_pyenv_holds_it():
     """FLOOR_PYTHON=python3.12 where pyenv has 3.12 installed but is set to another version (its shim then
     refuses the command): the Makefile's python_of finds pyenv's own."""
-    out = subprocess.run(["make", "-n", "floor", "FLOOR_PYTHON=python3.12"], cwd=ROOT, capture_output=True,
-                         text=True).stdout
-    python = re.search(r"^rm -rf _build/floor && (\S+) -m venv _build/floor/venv$", out, re.M).group(1)
+    python = str(made_venv(commands("floor", "FLOOR_PYTHON=python3.12"), "_build/floor/venv"))
     try:
         found = subprocess.run([python, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
                                text=True)

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -513,7 +514,8 @@ def test_student_package_ships_the_answers_not_the_key(student):
     tree, _, _ = student
     package = tree / "connlap_lite" / "pages" / "exercises"
     assert not (package / "_reference.py").exists() and (package / "answers.npz").is_file()
-    assert '"*" = ["py.typed", "answers.npz"]' in (tree / "pyproject.toml").read_text(encoding="utf-8")
+    meta = tomllib.loads((tree / "pyproject.toml").read_text(encoding="utf-8"))
+    assert meta["tool"]["setuptools"]["package-data"]["*"] == ["py.typed", "answers.npz"]
     good = "def f(P, T, f):\n    return np.einsum('ij,ijab,jb->ia', P, T, f)\n"
     script = "\n".join([
         "import numpy as np, importlib.util",
@@ -633,8 +635,10 @@ def test_nbgrader_source_releases_the_student_edition(student):
     """nbgrader's generate_assignment replaces each marked region by the configured stub: its release of the
     course folder's source is the student edition (checked here by the same replacement)."""
     tree, _, course = student
-    config = (course[0].parents[2] / "nbgrader_config.py").read_text()
-    assert f'c.ClearSolutions.code_stub = {{"python": {SE.STUB!r}}}' in config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course[0].parents[2])).load_config()
+    assert config.ClearSolutions.code_stub == {"python": SE.STUB} and config.CourseDirectory.root == "."
     for source in course:
         nb = load(source)
         released = [re.sub(r"^( *)### BEGIN SOLUTION\n.*?^ *### END SOLUTION\n", lambda m: f"{m[1]}{SE.STUB}\n",
