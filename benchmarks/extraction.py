@@ -96,9 +96,9 @@ def _tl_bridge(model):
     from transformer_lens.model_bridge import TransformerBridge
     from transformers import AutoTokenizer
 
-    from connlap_lite.models.load import _source
+    from connlap_lite.models.load import offline_source
 
-    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])     # any offline tokenizer: ids are given
+    tok = AutoTokenizer.from_pretrained(offline_source("minilm-l6")[0])     # any offline tokenizer: ids are given
     return TransformerBridge.boot_transformers("gpt2", hf_model=model, tokenizer=tok, device="cpu")
 
 
@@ -112,11 +112,11 @@ def _variants(names, model, batch, encoder, bridge=None):
 
     def edges():
         from connlap_lite.measure import metrics as M
-        from connlap_lite.measure.analysis import _edge_values
+        from connlap_lite.measure.analysis import edge_values
 
         sinks = M.sink_columns(batch["input_ids"].shape[1], encoder)
         for lw in attention_walks(model, batch, progress=False):
-            _edge_values(lw, lw.attention.double().mean(1), sinks)
+            edge_values(lw, lw.attention.double().mean(1), sinks)
 
     def walks(attention="logits"):
         for lw in attention_walks(model, batch, progress=False, attention=attention):

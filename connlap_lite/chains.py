@@ -42,11 +42,15 @@ def _where(at: list[int]) -> str:
     return f" of walk {tuple(at)}" if at else ""
 
 
+ROW_CAP = 1e-2   # the default tolerance's ceiling: a half-precision walk's 16 sqrt(n) rounding units reach 1 at n = 64
+
+
 def _row_stochastic(P: torch.Tensor, atol: float | None) -> None:
     """Refuse ``P`` whose rows miss 1 by more than ``atol`` (default: 16 sqrt(n) rounding units of float32, or of
-    ``P``'s dtype if coarser: a walk computed in float32 passes, even stored in float64), naming the first row."""
+    ``P``'s dtype if coarser, at most :data:`ROW_CAP`: a walk computed in float32 passes, even stored in float64, and
+    a zero row never does), naming the first row."""
     if atol is None:
-        atol = tolerance(P.dtype, torch.float32, n=P.shape[-1])
+        atol = min(tolerance(P.dtype, torch.float32, n=P.shape[-1]), ROW_CAP)
     sums = P.sum(-1)
     off = ~((sums - 1).abs() <= atol)
     if bool(off.any()):
@@ -76,7 +80,7 @@ def _solve(P: torch.Tensor) -> torch.Tensor:
     irreducible walk, or a causal one, where the first token absorbs) the matrix is invertible and the solution is
     that ``pi`` (its ``1^T``-component forces ``sum pi = 1``, and then ``pi P = pi``).  Rounding below zero is
     clipped and ``pi`` renormalised.  Agrees with the left Perron eigenvector of a dense eigen-solve to rounding
-    (``tests/measure/test_fast_metrics.py`` checks ``1e-10`` relative on random walks).
+    (``tests/theory/test_chains.py`` checks ``1e-10`` relative on random walks).
     """
     n = P.shape[-1]
     eye = torch.eye(n, dtype=P.dtype, device=P.device)
@@ -100,7 +104,11 @@ def _stationary(P: torch.Tensor, atol: float | None) -> torch.Tensor:
         raise ValueError(f"P{_where(at)} has eigenvalue 1 with multiplicity {classes} ({classes} closed classes of "
                          "tokens): the walk is not connected and its stationary distribution is not unique: measure "
                          "each class alone, or apply connlap_lite.measure.metrics.teleport(P) first")
-    return _solve(P64).to(P.dtype)
+    pi = _solve(P64)
+    if not bool(torch.isfinite(pi).all()):           # (a solve that failed; never seen on a checked walk)
+        raise ValueError("the stationary distribution of P came out non-finite: the walk is too close to having two "
+                         "closed classes for a float64 solve; apply connlap_lite.measure.metrics.teleport(P) first")
+    return pi.to(P.dtype)
 
 
 def stochasticity_defect(P):
@@ -125,8 +133,8 @@ def stationary_distribution(P, *, atol: float | None = None):
     *Reversibility, defects and low-rank heads*).  A walk's own copy is :attr:`ConnectionWalk.stationary`.
 
     Tolerances.  *Stochastic*: the row sums may miss 1 by ``atol``, by default 16 sqrt(n) rounding units of float32
-    (or of ``P``'s dtype if coarser): ``1.9e-6`` for 1 token, ``2.2e-5`` for 128 in float32 or float64, so a walk of
-    float32 noise passes, even stored in float64.  *Connected*: ``pi`` is unique when some token is reached from
+    (or of ``P``'s dtype if coarser, at most :data:`ROW_CAP`, 0.01): ``1.9e-6`` for 1 token, ``2.2e-5`` for 128 in
+    float32 or float64, so a walk of float32 noise passes, even stored in float64.  *Connected*: ``pi`` is unique when some token is reached from
     every token along the walk's edges, an edge being any ``P_ij > 0`` (no threshold: a walk linked by ``1e-7`` is
     connected, and its ``pi`` unique though sensitive); otherwise (two closed classes of tokens) an error says so.
 
@@ -183,6 +191,7 @@ def reversibility_defect(P, pi=None, *, atol: float | None = None):
     P, numpy = _matrix(P, stack=True)
     _row_stochastic(P, atol)
     if pi is None:
+        pi = _stationary(P, atol)                  # (two closed classes: refused here, with that reason)
         R = _reach(P)
         if not bool(R.all()):
             *at, i, j = (int(k) for k in torch.nonzero(~R)[0])
@@ -190,7 +199,6 @@ def reversibility_defect(P, pi=None, *, atol: float | None = None):
                              f"{_where(at)} (a causal walk's first token absorbs everything, and with pi = e_1 the "
                              "defect reads 0); apply connlap_lite.measure.metrics.teleport(P) first, or pass "
                              "pi=stationary_distribution(P) to compute that value on purpose")
-        pi = _stationary(P, atol)
     else:
         pi = to_tensor(pi, "pi")
         check_shape(pi, "pi", tuple(P.shape[:-1]))

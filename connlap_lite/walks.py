@@ -211,16 +211,23 @@ class ConnectionWalk:
     # ------------------------------------------------------------ as a chain
     def compute_stationary(self):
         """The stationary distribution of ``P`` (:func:`connlap_lite.stationary_distribution`, in the walk's
-        precision), computed now and kept for :attr:`stationary`.  Raises if ``P`` is not row-stochastic or has
-        no unique stationary distribution."""
-        if getattr(self, "_pi", (None, None))[0] is not self.P:
-            self._pi = (self.P, stationary_distribution(self.P.to(self.precision)))
-        return out(self._pi[1], self._numpy)
+        precision), computed now (unless kept from an earlier call on this ``P``, unchanged) and kept for
+        :attr:`stationary`; a copy is returned.  Raises if ``P`` is not row-stochastic or has no unique stationary
+        distribution."""
+        if not self._has_stationary():
+            self._pi = (self.P, self.P._version, stationary_distribution(self.P.to(self.precision)))
+        return out(self._pi[2].clone(), self._numpy)
+
+    def _has_stationary(self) -> bool:
+        """Whether the kept stationary distribution is of ``P`` as it is now (the same tensor, not changed in place)."""
+        kept = getattr(self, "_pi", None)
+        return kept is not None and kept[0] is self.P and kept[1] == self.P._version
 
     @property
     def stationary(self):
         """The stationary distribution ``pi`` of ``P`` (``pi P = pi``, ``sum pi = 1``), solved on first use, with a
-        :class:`ComputedOnFirstUse` warning that names :meth:`compute_stationary`, and kept.
+        :class:`ComputedOnFirstUse` warning that names :meth:`compute_stationary`, and kept until ``P`` is replaced or
+        changed in place (each read returns a copy).
 
         >>> import numpy as np, warnings
         >>> walk = ConnectionWalk(np.array([[0.9, 0.1], [0.5, 0.5]]), np.eye(1))
@@ -232,7 +239,7 @@ class ConnectionWalk:
         >>> print(said[0].message)
         ConnectionWalk.stationary: solving for the stationary distribution of this 2-token walk now (once: it is kept); call walk.compute_stationary() to compute it when you choose
         """
-        if getattr(self, "_pi", (None, None))[0] is not self.P:
+        if not self._has_stationary():
             warnings.warn(f"ConnectionWalk.stationary: solving for the stationary distribution of this {self.n}-token "
                           "walk now (once: it is kept); call walk.compute_stationary() to compute it when you choose",
                           ComputedOnFirstUse, stacklevel=2)

@@ -25,8 +25,8 @@ def slow_save(*args, **kw):          # a conversion as slow as a real one, so th
     return _save(*args, **kw)
 safetensors.torch.save_model = slow_save
 sources = []
-_source = models._source
-models._source = lambda name: sources.append(name) or _source(name)
+offline_source = models.offline_source
+models.offline_source = lambda name: sources.append(name) or offline_source(name)
 ready = {ready!r}
 if ready:
     Path(ready).write_text("loading")
@@ -41,9 +41,9 @@ def make_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
-    from connlap_lite.models.load import _source
+    from connlap_lite.models.load import offline_source
 
-    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    tok = AutoTokenizer.from_pretrained(offline_source("minilm-l6")[0])
     torch.manual_seed(seed)
     config = LlamaConfig(num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
                          intermediate_size=64, vocab_size=len(tok), max_position_embeddings=64,
@@ -58,7 +58,7 @@ def make_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Path:
 def register(models, folder: Path) -> None:
     """Make ``fake-tiny`` an offline short name whose source is ``folder`` (converted like a GGUF model)."""
     models.OFFLINE["fake-tiny"] = "fake-tiny==0"
-    models._source = lambda name, _folder=str(folder): (_folder, {})
+    models.offline_source = lambda name, _folder=str(folder): (_folder, {})
 
 
 def worker_command(folder: Path, ready: Path | None = None) -> list[str]:
@@ -78,9 +78,9 @@ def make_gpt_neox_folder(folder: Path, *, layers: int = 2, seed: int = 0) -> Pat
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GPTNeoXConfig
 
-    from connlap_lite.models.load import _source
+    from connlap_lite.models.load import offline_source
 
-    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    tok = AutoTokenizer.from_pretrained(offline_source("minilm-l6")[0])
     torch.manual_seed(seed)
     config = GPTNeoXConfig(num_hidden_layers=layers, num_attention_heads=4, hidden_size=32, intermediate_size=64,
                            vocab_size=len(tok), max_position_embeddings=64, rotary_pct=0.25,
@@ -190,9 +190,9 @@ def save_family(name: str, folder: Path) -> Path:
     """Save a tiny random model of family ``name`` with the offline BERT tokenizer (``verify FOLDER`` reads it)."""
     from transformers import AutoTokenizer
 
-    from connlap_lite.models.load import _source
+    from connlap_lite.models.load import offline_source
 
-    tok = AutoTokenizer.from_pretrained(_source("minilm-l6")[0])
+    tok = AutoTokenizer.from_pretrained(offline_source("minilm-l6")[0])
     model = build(name, vocab=len(tok))
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)

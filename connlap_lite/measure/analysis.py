@@ -179,7 +179,7 @@ def _data_defects(heads, X: torch.Tensor, keep: list[int], twins: list, seed: in
     return out, gaussian
 
 
-def _edge_values(lw, walks: torch.Tensor, sinks: list[int], nulls: dict | None = None) -> dict:
+def edge_values(lw, walks: torch.Tensor, sinks: list[int], nulls: dict | None = None) -> dict:
     """The heaviest non-sink, off-diagonal edge transports, per passage (``walks``: the layer's float64 head-mean
     walks): their rank-free defect (``edge_defect``) and spectral dominance (``edge_dominance``), and the dominance
     of the same edges' gates on each of ``nulls`` (``{"gaussian": heads, "rotation": heads}``: ``edge_dominance_<key>``);
@@ -341,7 +341,7 @@ def measure(model, batch: dict, *, encoder: bool, head_nulls: bool = True, twin=
                     if others:
                         directions["state_alignment_cross"].append(M.top_direction(others[0]))
             edge_nulls = {"gaussian": gaussian, "rotation": rotated} if head_nulls and rival else None
-            for k, v in _edge_values(lw, P, sinks, edge_nulls).items():
+            for k, v in edge_values(lw, P, sinks, edge_nulls).items():
                 if k == "edge_defect" or rival:
                     res[k].append(v.tolist())
             if head_nulls:
@@ -398,7 +398,7 @@ def sink_columns_of(found: list[list[int]]) -> list[int]:
 
 
 # Bump whenever a metric's definition (not merely its speed) changes: cached reports carry it.
-SCHEMA = "2026-12-05.1"
+SCHEMA = "2026-12-05.2"
 # 2026-12-01.4: detected sinks, one yardstick for the inner nulls, input dependence; .5: passages within one text.
 # 2026-12-02.1: the sink mass of every condition on the trained model's sink columns (sink_mass_columns); E2's data
 # null from three random-init seeds' transports (data_defect_cross, _2, _3); the archived measurements of
@@ -410,6 +410,9 @@ SCHEMA = "2026-12-05.1"
 # 2026-12-04.4: both: the five shuffle permutations, and the rival readings (the first permutation only).
 # 2026-12-05.1: the rival readings read each layer's update where the block adds it to the residual stream: after
 # the norm that Gemma 2 and 3 and OLMo2 apply to the attention's output (rivals.update_maps; it was read before it).
+# 2026-12-05.2: E1's rev and rev_nosink by chains.reversibility_defect, which renormalises each row in float64 before
+# solving for pi (the old path solved on the rows as they came): the same to 2.3e-7 relative on the book's float32
+# models, up to about 5e-4 on half-precision walks, whose rows miss 1 by that much.
 
 
 def _report_problem(report, name: str, args: dict) -> str | None:

@@ -48,7 +48,7 @@ CACHE_ERRORS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOT
 MARKER = "complete"          # a converted copy's completion marker: JSON, the sha256 of each of its files
 
 
-def _source(name: str) -> tuple[str, dict]:
+def offline_source(name: str) -> tuple[str, dict]:
     """Folder and extra ``from_pretrained`` keywords for an offline short name (GGUF files checked)."""
     if name == "minilm-l6":                               # safetensors, read in place once checked
         return str(packaged(PACKAGED[name], name).parent), {}
@@ -71,7 +71,7 @@ def _offline(name: str) -> tuple[str, dict]:
     else (absent, torn, corrupted, leftovers of a killed run) is removed and converted afresh.
     """
     if name == "minilm-l6":
-        return _source(name)
+        return offline_source(name)
     target = _converted_dir(name)
     try:
         with locked(target):
@@ -79,7 +79,7 @@ def _offline(name: str) -> tuple[str, dict]:
             if _intact(target):
                 return str(target), {}
             remove(target)
-            folder, extra = _source(name)
+            folder, extra = offline_source(name)
             return _converted(name, folder, extra)
     except OSError as exc:
         if exc.errno not in CACHE_ERRORS:           # not the disk's refusal (a damaged source file, ...)
@@ -89,7 +89,7 @@ def _offline(name: str) -> tuple[str, dict]:
         warnings.warn(f"model {name!r}: its converted copy cannot be written into {target.parent} "
                       f"({exc.strerror or exc}); loading the GGUF file itself, which takes tens of seconds each time: "
                       "set CONNLAP_CACHE to a writable folder with free space", stacklevel=4)
-        return _source(name)
+        return offline_source(name)
 
 
 def _intact(target: Path) -> bool:

@@ -59,12 +59,24 @@ RENAMED = {"p_win": "_p_win", "unit_draws": "_draws", "depth_rhos": "_rhos", "pe
 _RENAMED = re.compile(r"(?<!\w)(" + "|".join(RENAMED) + r")(?!\w)")
 
 
+_FROZEN_NAMES = re.compile(r"(?<!\w)(" + "|".join(RENAMED.values()) + r")(?!\w)")
+
+
 def under_frozen_names(source: str) -> str:
     """``source`` with each name of :data:`RENAMED` put back to the name it was frozen under (whole names only).
+    Code that already reads a frozen name is refused: renamed back, it would digest like the code it replaced.
 
     >>> under_frozen_names("p = stats.p_win(d) + my_p_win")
     'p = stats._p_win(d) + my_p_win'
+    >>> under_frozen_names("p = _p_win(d)")
+    Traceback (most recent call last):
+    ...
+    ValueError: the code reads _p_win, a name frozen before its rename (history.RENAMED): a new definition under an old name would digest as the frozen one; name it anew
     """
+    old = _FROZEN_NAMES.search(source)
+    if old:
+        raise ValueError(f"the code reads {old.group(1)}, a name frozen before its rename (history.RENAMED): a new "
+                         "definition under an old name would digest as the frozen one; name it anew")
     return _RENAMED.sub(lambda m: RENAMED[m.group(1)], source)
 
 

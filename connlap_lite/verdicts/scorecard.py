@@ -20,16 +20,16 @@ from .words import MIN_SEEDS, check_reports
 E3_METRICS = ("tv_norm_nosink", "head_defect")
 
 
-def _combine(verdicts: list[str]) -> str:
+def structure_verdict(verdicts: list[str]) -> str:
     """One structure's verdict from its models': "undefined" if any model's is; else, over the models with
     enough data, their common verdict, or "inconclusive" if they differ and one of them is, or else "partly"
     (mixed); "insufficient data" if no model has enough.
 
-    >>> _combine(["holds", "holds"]), _combine(["holds", "partly"]), _combine(["holds", "insufficient data"])
+    >>> structure_verdict(["holds", "holds"]), structure_verdict(["holds", "partly"]), structure_verdict(["holds", "insufficient data"])
     ('holds', 'partly', 'holds')
-    >>> _combine(["holds", "inconclusive"])
+    >>> structure_verdict(["holds", "inconclusive"])
     'inconclusive'
-    >>> _combine(["holds", "undefined"]), _combine(["insufficient data"])
+    >>> structure_verdict(["holds", "undefined"]), structure_verdict(["insufficient data"])
     ('undefined', 'insufficient data')
     """
     if "undefined" in verdicts:
@@ -56,10 +56,10 @@ def scorecard(reports: list[dict], *, n_boot: int = 1000, seed: int = 0) -> list
         names = [r["model"] for r in group]
         e1s, e2s = e1_table(group, n_boot=n_boot, seed=seed), e2_table(group, n_boot=n_boot, seed=seed)
         rows.append({"claim": "E1", "structure": structure, "metric": "tv_norm_nosink", "models": names,
-                     "per_model": e1s, "verdict": _combine([x["verdict"] for x in e1s]),
+                     "per_model": e1s, "verdict": structure_verdict([x["verdict"] for x in e1s]),
                      "shares_structure": [x["model"] for x in e1s if x["shares_structure"]]})
         rows.append({"claim": "E2", "structure": structure, "metric": "head_defect, data_defect_nosink",
-                     "models": names, "per_model": e2s, "verdict": _combine([x["verdict"] for x in e2s])})
+                     "models": names, "per_model": e2s, "verdict": structure_verdict([x["verdict"] for x in e2s])})
         for metric in E3_METRICS:
             rows.append({"structure": structure, **e3(group, metric, seed=seed)})
     return rows
@@ -110,7 +110,7 @@ def same_after(reports: list[dict], rows: list[dict], swapped: dict, name: str, 
             if m in swapped and after[m] != x["verdict"]:
                 x = {**x, "verdict": "inconclusive", "moved": {**x.get("moved", {}), name: (x["verdict"], after[m])}}
             per.append(x)
-        out.append({**row, "per_model": per, "verdict": _combine([x["verdict"] for x in per])})
+        out.append({**row, "per_model": per, "verdict": structure_verdict([x["verdict"] for x in per])})
     return out
 
 

@@ -408,7 +408,7 @@ def folders(tmp_path_factory):
     from transformers import LlamaConfig, MambaConfig
 
     root = tmp_path_factory.mktemp("folders")
-    source = Path(models._source("minilm-l6")[0])
+    source = Path(models.offline_source("minilm-l6")[0])
 
     def folder(name, config: dict, tokenizer=True):
         f = root / name

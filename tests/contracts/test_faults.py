@@ -44,7 +44,7 @@ def fake(tiny_folder, cache, monkeypatch):
     def source(name):
         calls.append(name)
         return str(tiny_folder), {}
-    monkeypatch.setattr(models, "_source", source)
+    monkeypatch.setattr(models, "offline_source", source)
     return models._converted_dir("fake-tiny"), calls
 
 
@@ -127,7 +127,7 @@ def test_a_source_that_cannot_be_converted_gives_a_clear_error(fake, tmp_path, m
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
-    monkeypatch.setattr(models, "_source", lambda name: (str(broken), {}))
+    monkeypatch.setattr(models, "offline_source", lambda name: (str(broken), {}))
     with pytest.raises(Exception, match="no-such-architecture"):
         models.load_model("fake-tiny")
     target, _ = fake
@@ -268,7 +268,7 @@ def test_gemma_is_assembled_by_the_project_into_the_cache(cache):
     _files._HASHED.clear()
     again = offline.assemble(offline.CHUNKED["gemma3-270m"], "gemma3-270m")
     assert again.stat().st_size == offline.CHUNKED["gemma3-270m"].size
-    assert models._source("gemma3-270m") == (str(cache), {"gguf_file": "gemma-3-270m-q4_k_m.gguf"})
+    assert models.offline_source("gemma3-270m") == (str(cache), {"gguf_file": "gemma-3-270m-q4_k_m.gguf"})
 
 
 # ------------------------------------------------------------------ the measurement cache

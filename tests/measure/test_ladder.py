@@ -105,7 +105,7 @@ def test_a_tiny_ladder_needs_no_model_package(tmp_path, monkeypatch):
     def refused(*args, **kwargs):
         raise ModuleNotFoundError("no offline model package here")
 
-    monkeypatch.setattr(models, "_source", refused)
+    monkeypatch.setattr(models, "offline_source", refused)
     monkeypatch.setattr(models, "packaged", refused)
     folders = L.tiny_ladder(tmp_path, widths=(32, 48), layers=1)
     from transformers import AutoTokenizer

@@ -14,7 +14,7 @@ from connlap_lite.measure import metrics as M
 from connlap_lite.measure import rivals as R
 from connlap_lite.models.adapters import adapter_for
 from connlap_lite.models.extraction import as_batch
-from connlap_lite.measure.analysis import _edge_values, _own_values, analyze, measure
+from connlap_lite.measure.analysis import edge_values, _own_values, analyze, measure
 from connlap_lite.measure.edges import edge_singular_values
 from connlap_lite.models.extraction import attention_walks
 from connlap_lite.verdicts.record import RIVAL_EDGE_METRICS, RIVAL_HEAD_METRICS, RIVAL_METRICS, Report
@@ -187,7 +187,7 @@ def test_dominance_and_top_direction_agree_with_dense_svds(family):
         s_edge = edge_singular_values(A[0], heads, torch.tensor([i]), torch.tensor([j]))[0]
         want = torch.linalg.svdvals(T)
         assert float(M.spectral_dominance(s_edge)) == pytest.approx(float(want[0] ** 2 / (want ** 2).sum()), rel=1e-6)
-        values = _edge_values(lw, A.mean(1), [0], {"rotation": heads})
+        values = edge_values(lw, A.mean(1), [0], {"rotation": heads})
         assert torch.allclose(values["edge_dominance"], values["edge_dominance_rotation"])   # the same heads
 
 

@@ -578,7 +578,7 @@ def test_a_word_that_flips_under_a_round_trip_is_inconclusive(e1_book, round_tri
     assert x["verdict"] == "inconclusive" and x["moved"]["4-bit round trip"][0] == "holds"
     assert F1.registered(after)["dec-b"]["verdict"] == F1.registered(rows)["dec-b"]["verdict"]
     dec = next(r for r in after if r["claim"] == "E1" and r["structure"] == "decoder")
-    assert dec["verdict"] == S._combine([y["verdict"] for y in dec["per_model"]]) == "inconclusive"
+    assert dec["verdict"] == S.structure_verdict([y["verdict"] for y in dec["per_model"]]) == "inconclusive"
     same = S.same_after(reports, rows, {"dec-a": reports[1]}, "itself", n_boot=200)   # no change: every word stands
     assert [y["verdict"] for r in same for y in r.get("per_model", [])] == \
         [y["verdict"] for r in rows for y in r.get("per_model", [])]
@@ -1414,10 +1414,27 @@ def test_beyond_self_loop_says_the_rules_verdict(case):
 
 
 # ----------------------------------------------------------------------- the wording, one snapshot per chapter
+class Wording(dict):
+    """A chapter's paragraphs by key, for its snapshot: a key written twice is refused (one paragraph would hide the
+    other from the snapshot)."""
+
+    def update(self, other=(), **more):
+        for key, text in dict(other, **more).items():
+            assert key not in self, f"two paragraphs under {key!r}: name the variant apart"
+            self[key] = text
+
+
+def joined(*parts: dict) -> Wording:
+    out = Wording()
+    for part in parts:
+        out.update(part)
+    return out
+
+
 def e1_wording(request) -> dict[str, str]:
     reports, rows, grid, says = request.getfixturevalue("e1_book")
     *_, dec, opening = rising()
-    out = dict(says)
+    out = joined(says)
     out.update(variant({"e1_summary": opening, "e1_decoder_says": dec.strip()}, {}, "dec-r, whose distance rises"))
     sinks = request.getfixturevalue("e1_sinks")
     for case, label in (("heavy", "seeds as sink-heavy as the trained models"), ("zero", "no sink mass in the seeds")):
@@ -1438,7 +1455,7 @@ def e1_wording(request) -> dict[str, str]:
 def e2_wording(request) -> dict[str, str]:
     reports, rows, *_ = request.getfixturevalue("e1_book")
     _, says = request.getfixturevalue("e2_book")
-    out = dict(says)
+    out = joined(says)
     out["e2_curves_says [flat edges]"] = request.getfixturevalue("e2_flat_edges")[1]
     out["e2_curves_says [enc's gap within its 4-bit shift]"] = e2_round_trip(reports, rows)[2]
     out.update(e2_takes(reports))
@@ -1453,24 +1470,24 @@ def e2_wording(request) -> dict[str, str]:
 def e3_wording(request) -> dict[str, str]:
     _, says, _, _, ladder = request.getfixturevalue("e3_book")
     costs = e3_ladder_costs()
-    return {**says, "e3_summary [a qwen ladder of three sizes]": ladder, "e3_step [0.5B -> 1.5B]": e3_step()[3],
-            "e3_ladder_costs [5 seeds]": costs[5], "e3_ladder_costs [1 seed]": costs[1]}
+    return joined(says, {"e3_summary [a qwen ladder of three sizes]": ladder, "e3_step [0.5B -> 1.5B]": e3_step()[3],
+                         "e3_ladder_costs [5 seeds]": costs[5], "e3_ladder_costs [1 seed]": costs[1]})
 
 
 def scorecard_wording(request) -> dict[str, str]:
     reports, rows, *_ = request.getfixturevalue("e1_book")
     _, says = request.getfixturevalue("scorecard_book")
     confirmation = request.getfixturevalue("confirmations")[1]
-    return {**says, **variant({"scorecard_headline": FS.headline(rows)}, says, "FS.headline"),
-            "scorecard_corpora [the same nulls]": FS.corpora_note(reports, {"stdlib": reports}),
-            "scorecard_corpora [one model measured]": FS.corpora_note(reports, {"stdlib": reports[:1]}),
-            "scorecard_ablations [a 4-bit round trip]": request.getfixturevalue("round_trip")[2],
-            **{f"{c.lower()}_confirmation": text for c, text in confirmation.items()}}
+    return joined(says, variant({"scorecard_headline": FS.headline(rows)}, says, "FS.headline"),
+                  {"scorecard_corpora [the same nulls]": FS.corpora_note(reports, {"stdlib": reports}),
+                   "scorecard_corpora [one model measured]": FS.corpora_note(reports, {"stdlib": reports[:1]}),
+                   "scorecard_ablations [a 4-bit round trip]": request.getfixturevalue("round_trip")[2]},
+                  {f"{c.lower()}_confirmation": text for c, text in confirmation.items()})
 
 
 def known_wording(request) -> dict[str, str]:
     _, base = known_toy()
-    out = variant(base, {}, "toy")
+    out = joined(variant(base, {}, "toy"))
     strong = known_book("strong")[1]
     out.update(variant(strong, {}, "strong"))
     for case in ("reversed", "6 passages"):
@@ -1482,8 +1499,8 @@ def known_wording(request) -> dict[str, str]:
 
 def beyond_wording(request) -> dict[str, str]:
     _, _, says, sinkless, gap = request.getfixturevalue("beyond_book")
-    out = {**says, **variant(sinkless, says, "enc without a sink column"),
-           "beyond_gap_says [nulls without a sink column]": gap}
+    out = joined(says, variant(sinkless, says, "enc without a sink column"),
+                 {"beyond_gap_says [nulls without a sink column]": gap})
     base = {}
     for case in SELF_LOOP_CASES:
         says_now = self_loop_case(case)[2]
@@ -1494,12 +1511,12 @@ def beyond_wording(request) -> dict[str, str]:
 
 def reading_wording(request) -> dict[str, str]:
     _, says, worse, more = reading_book()
-    return {**says, **variant(worse, says, "the worst layer at 2e-5, token 0 special"), **more}
+    return joined(says, variant(worse, says, "the worst layer at 2e-5, token 0 special"), more)
 
 
 def performance_wording(request) -> dict[str, str]:
     _, says, cases, tables = perf_book()
-    out = dict(says)
+    out = joined(says)
     for case, other in cases.items():
         out.update(variant(other, says, case))
     out.update({f"{name} (printed, not glued)": text for name, text in tables.items()})
@@ -1516,5 +1533,5 @@ def test_wording_matches_the_snapshot(chapter, request):
     """Every paragraph these fixtures produce for the chapter, word for word as tests/pages/snapshots/findings_<chapter>.md
     holds it (nothing in them depends on the time or the machine: the fixtures' seeds and bootstrap draws are fixed)."""
     texts = WORDING[chapter](request)
-    assert all(isinstance(v, str) for v in texts.values()) and len(set(texts)) == len(texts)
+    assert isinstance(texts, Wording) and all(isinstance(v, str) for v in texts.values())
     check_snapshot(chapter, texts)

@@ -1,6 +1,6 @@
 """The walk as a Markov chain (:mod:`connlap_lite.chains`): stochasticity, the stationary distribution and the
 reversibility defect, one walk or a stack, against dense references; and the walk's own lazy copy
-(:attr:`ConnectionWalk.stationary`).  Their bad inputs are in ``test_bad_inputs.py``."""
+(:attr:`ConnectionWalk.stationary`).  Their bad inputs are in ``tests/contracts/test_bad_inputs.py``."""
 import warnings
 
 import numpy as np
@@ -121,10 +121,15 @@ def test_walk_stationary_is_lazy_loud_and_kept():
         first, again = walk.stationary, walk.stationary
     assert len(said) == 1 and issubclass(said[0].category, ComputedOnFirstUse)
     assert "walk.compute_stationary()" in str(said[0].message)
-    assert first is again and rel(first, stationary_distribution(P)) < 1e-15
+    assert torch.equal(first, again) and rel(first, stationary_distribution(P)) < 1e-15
+    first /= 2                                                          # a copy: the kept one is untouched
+    assert torch.equal(walk.compute_stationary(), again)
     walk.P = M.teleport(walks(1, 6, seed=5)[0])                        # a new walk matrix: solved again
     with pytest.warns(ComputedOnFirstUse):
         assert rel(walk.stationary, stationary_distribution(walk.P)) < 1e-15
+    walk.P.copy_(torch.full((6, 6), 1 / 6, dtype=F64))                 # changed in place: solved again
+    with pytest.warns(ComputedOnFirstUse):
+        assert rel(walk.stationary, torch.full((6,), 1 / 6, dtype=F64)) < 1e-14
 
 
 def test_walk_compute_stationary_is_silent_and_dirichlet_energy_uses_it():
@@ -136,6 +141,24 @@ def test_walk_compute_stationary_is_silent_and_dirichlet_energy_uses_it():
         assert abs(float(dirichlet_energy(walk, f))) < 1e-12           # a parallel section: no energy
         assert walk.stationary is not None
     assert isinstance(pi, np.ndarray)                                  # numpy in, numpy out
+
+
+def test_half_precision_walks_are_checked_too():
+    """A bfloat16 walk's default tolerance stops at ROW_CAP: a zero row or rows summing to 1.9 are refused, not
+    answered with NaN or a defect of 0."""
+    good = torch.softmax(torch.randn(64, 64, generator=torch.Generator().manual_seed(1)), -1).to(torch.bfloat16)
+    assert torch.isfinite(stationary_distribution(good).float()).all()
+    zero = good.clone()
+    zero[3] = 0
+    with pytest.raises(ValueError, match="row 3 sums to 0"):
+        stationary_distribution(zero)
+    with pytest.raises(ValueError, match=r"row 0 sums to 1\.89"):               # (1.9 in bfloat16)
+        reversibility_defect(good * 1.9)
+
+
+def test_a_walk_of_two_closed_classes_is_refused_with_that_reason():
+    with pytest.raises(ValueError, match="multiplicity 2"):
+        reversibility_defect(np.eye(2))
 
 
 def test_walk_stationary_refuses_a_walk_without_one():

@@ -409,6 +409,23 @@ def test_a_rename_keeps_the_digest_and_nothing_else_does():
             assert digest(helper.replace(f"def {new}(", f"def {new}_x(")) != frozen[path]
 
 
+def test_a_renamed_helper_is_the_one_digested():
+    """Every renamed helper a frozen function reads (its globals) is the object whose digest is frozen under that
+    name: a local definition or an import of something else under the helper's name would pass the digests."""
+    digested = {p.rsplit(".", 1)[1]: _object(p) for paths in RULES.values() for p in paths}
+    for paths in RULES.values():
+        for path in paths:
+            fn = inspect.unwrap(_object(path))                     # (a cached function: the one it wraps)
+            if not inspect.isfunction(fn):
+                continue
+            codes = [fn.__code__] + [c for c in fn.__code__.co_consts if inspect.iscode(c)]
+            for name in {n for c in codes for n in c.co_names} & set(H.RENAMED):
+                if name in digested:
+                    assert fn.__globals__[name] is digested[name], f"{path} reads another {name} than the frozen one"
+    with pytest.raises(ValueError, match="a name frozen before its rename"):
+        digest(inspect.getsource(R.e1_evidence).replace("percentile_interval(", "_interval("))
+
+
 def test_replaced_rules_still_run():
     from connlap_lite.verdicts import synthetic as Y
 

@@ -900,12 +900,14 @@ def write_take(reports: list[dict]) -> str:
 def _of(n: int, total: int, noun: str) -> str:
     """``'all 5 steps'``, ``'no step'``, ``'1 of the 23 steps'``.
 
-    >>> _of(5, 5, "step"), _of(0, 5, "step"), _of(1, 23, "step")
-    ('all 5 steps', 'no step', '1 of the 23 steps')
+    >>> _of(5, 5, "step"), _of(0, 5, "step"), _of(1, 23, "step"), _of(0, 0, "step")
+    ('all 5 steps', 'no step', '1 of the 23 steps', 'no step')
     """
+    if n == 0:
+        return f"no {noun}"
     if n == total:
         return f"all {n} {noun}s" if n != 1 else f"the one {noun}"
-    return f"no {noun}" if n == 0 else f"{n} of the {total} {noun}s"
+    return f"{n} of the {total} {noun}s"
 
 
 def _matters_sentence(report: dict, row: dict) -> str:
