@@ -17,14 +17,6 @@ from connlap_lite.testing import rel
 F64 = torch.float64
 
 
-def walks(B, n, seed, causal=False):
-    g = torch.Generator().manual_seed(seed)
-    P = torch.rand(B, n, n, generator=g, dtype=F64) ** 3          # uneven rows: pi far from uniform
-    if causal:
-        P = P.tril()
-    return P / P.sum(-1, keepdim=True)
-
-
 def heads_of(H, G, d, r, seed, scale=None):
     """Random heads; ``G`` groups share their read maps ``V`` (as a model's GQA heads do)."""
     g = torch.Generator().manual_seed(seed)
